@@ -1,0 +1,268 @@
+"""Run configuration: frozen dataclasses, one per concern, validated eagerly.
+
+A run is described by a TOML file whose tables mirror these classes (``[data]``, ``[partition]``,
+``[model.bottom]``, ``[model.head]``, ``[train]``, ``[train.optimizer]``, ``[protocol]``,
+``[output]``). ``load_config`` applies ``--set key=value`` overrides and validates the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from vfl.configio import check, from_mapping, merge, parse_overrides, read_toml
+
+PartitionScheme = Literal["halves", "quadrants", "strips", "columns", "contiguous", "random"]
+Activation = Literal["relu", "tanh", "sigmoid", "gelu"]
+OutputActivation = Literal["none", "relu", "tanh", "sigmoid"]
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Which data set to load.
+
+    Attributes:
+        name: A registry name (``vfl data list``) or ``"table"`` for a CSV/Parquet file.
+        path: For ``table``: the file. For registry data sets: an optional directory that holds
+            the files instead of the cache.
+        test_path: For ``table``: an optional separate test file.
+        label: For ``table``: the label column.
+        id_column: For ``table``: an optional sample-ID column.
+        test_fraction: For sources without a defined split: the seeded test share.
+        max_train_samples: Use a seeded subsample of this many training rows (0 = all).
+        max_test_samples: Use a seeded subsample of this many test rows (0 = all).
+    """
+
+    name: str = "mnist"
+    path: str = ""
+    test_path: str = ""
+    label: str = ""
+    id_column: str = ""
+    test_fraction: float = 0.2
+    max_train_samples: int = 0
+    max_test_samples: int = 0
+
+    def __post_init__(self) -> None:
+        check(bool(self.name), "name", "must name a data set; see `vfl data list`")
+        check(self.name != "table" or bool(self.path), "path", "name='table' needs a file path")
+        check(self.name != "table" or bool(self.label), "label", "name='table' needs a label")
+        check(
+            0 < self.test_fraction < 1,
+            "test_fraction",
+            f"must lie in (0, 1), got {self.test_fraction}",
+        )
+        check(
+            self.max_train_samples >= 0,
+            "max_train_samples",
+            f"must be >= 0 (0 = all), got {self.max_train_samples}",
+        )
+        check(
+            self.max_test_samples >= 0,
+            "max_test_samples",
+            f"must be >= 0 (0 = all), got {self.max_test_samples}",
+        )
+
+
+@dataclass(frozen=True)
+class PartitionConfig:
+    """How features are split between parties.
+
+    Attributes:
+        scheme: Images: ``halves`` (2 parties, left/right), ``quadrants`` (4), ``strips``
+            (``num_parties`` vertical strips). Tables: ``columns`` (explicit ``groups``),
+            ``contiguous`` blocks, or a seeded ``random`` split of the original columns.
+        num_parties: Number of parties M.
+        groups: For ``columns``: one list of column names per party (original or encoded names).
+        seed: For ``random``.
+    """
+
+    scheme: PartitionScheme = "quadrants"
+    num_parties: int = 4
+    groups: tuple[tuple[str, ...], ...] = ()
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check(self.num_parties >= 1, "num_parties", f"must be >= 1, got {self.num_parties}")
+        fixed = {"halves": 2, "quadrants": 4}
+        if self.scheme in fixed:
+            check(
+                self.num_parties == fixed[self.scheme],
+                "num_parties",
+                f"scheme {self.scheme!r} makes {fixed[self.scheme]} parties, got"
+                f" {self.num_parties}",
+            )
+        if self.scheme == "columns":
+            check(
+                len(self.groups) == self.num_parties,
+                "groups",
+                f"scheme 'columns' needs one group per party ({self.num_parties}), got"
+                f" {len(self.groups)}",
+            )
+        else:
+            check(
+                not self.groups, "groups", f"only used with scheme 'columns', not {self.scheme!r}"
+            )
+
+
+@dataclass(frozen=True)
+class BottomConfig:
+    """Every party's bottom (embedding) model.
+
+    Attributes:
+        kind: ``mlp`` or ``cnn`` (``SmallCNN``, image blocks only).
+        hidden: Hidden layer widths (for ``cnn``: fully connected layers after the convolutions).
+        embedding_dim: Embedding width P each party sends.
+        channels: For ``cnn``: the two convolution widths.
+        activation: Activation between layers.
+        output_activation: Activation on the embedding (``tanh`` bounds it to [-1, 1]).
+    """
+
+    kind: Literal["mlp", "cnn"] = "mlp"
+    hidden: tuple[int, ...] = (128,)
+    embedding_dim: int = 64
+    channels: tuple[int, ...] = (16, 32)
+    activation: Activation = "relu"
+    output_activation: OutputActivation = "none"
+
+    def __post_init__(self) -> None:
+        check(self.embedding_dim >= 1, "embedding_dim", f"must be >= 1, got {self.embedding_dim}")
+        check(all(w >= 1 for w in self.hidden), "hidden", f"widths must be >= 1: {self.hidden}")
+        check(
+            len(self.channels) == 2 and all(c >= 1 for c in self.channels),
+            "channels",
+            f"must be two positive conv widths, got {list(self.channels)}",
+        )
+
+
+@dataclass(frozen=True)
+class HeadConfig:
+    """The server's head.
+
+    Attributes:
+        fusion: ``concat`` the embeddings, or ``sum`` them.
+        hidden: Hidden widths of the MLP after fusion; empty for a linear head.
+        activation: Activation between hidden layers.
+    """
+
+    fusion: Literal["concat", "sum"] = "concat"
+    hidden: tuple[int, ...] = ()
+    activation: Activation = "relu"
+
+    def __post_init__(self) -> None:
+        check(all(w >= 1 for w in self.hidden), "hidden", f"widths must be >= 1: {self.hidden}")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Bottom and head models."""
+
+    bottom: BottomConfig = field(default_factory=BottomConfig)
+    head: HeadConfig = field(default_factory=HeadConfig)
+
+
+@dataclass(frozen=True)
+class OptimizerConfig:
+    """The optimizer every role uses for its own parameters.
+
+    Attributes:
+        name: ``sgd`` or ``adam``.
+        lr: Learning rate.
+        momentum: SGD momentum.
+        weight_decay: L2 penalty.
+    """
+
+    name: Literal["sgd", "adam"] = "adam"
+    lr: float = 1e-3
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+
+    def __post_init__(self) -> None:
+        check(self.lr > 0, "lr", f"must be > 0, got {self.lr}")
+        check(0 <= self.momentum < 1, "momentum", f"must lie in [0, 1), got {self.momentum}")
+        check(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
+        check(self.name == "sgd" or self.momentum == 0, "momentum", "applies to sgd only")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The training loop.
+
+    Attributes:
+        epochs: Passes over the training split; one round per mini-batch.
+        batch_size: Samples per round.
+        eval_batch_size: Samples per evaluation request.
+        shuffle: Draw a fresh seeded permutation each epoch (else in order).
+        seed: Seeds model initialization and batch order.
+        optimizer: Optimizer settings.
+        checkpoint: Write a checkpoint after every epoch (for ``--resume``).
+    """
+
+    epochs: int = 5
+    batch_size: int = 128
+    eval_batch_size: int = 2048
+    shuffle: bool = True
+    seed: int = 0
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    checkpoint: bool = True
+
+    def __post_init__(self) -> None:
+        check(self.epochs >= 1, "epochs", f"must be >= 1, got {self.epochs}")
+        check(self.batch_size >= 1, "batch_size", f"must be >= 1, got {self.batch_size}")
+        check(
+            self.eval_batch_size >= 1,
+            "eval_batch_size",
+            f"must be >= 1, got {self.eval_batch_size}",
+        )
+        check(self.seed >= 0, "seed", f"must be >= 0, got {self.seed}")
+
+
+@dataclass(frozen=True)
+class ProtocolConfig:
+    """Which protocol trains the model.
+
+    Attributes:
+        mode: ``vfl``: labels private to the server, one step per exchange (split learning),
+            every message encoded and counted. ``centralized``: the same combined model
+            trained in one process with no messages (the baseline).
+    """
+
+    mode: Literal["vfl", "centralized"] = "vfl"
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    """Where results go.
+
+    Attributes:
+        dir: Parent directory of run directories.
+        name: Run directory name; empty for ``<config stem>-<timestamp>``.
+        progress: Show a progress bar.
+    """
+
+    dir: str = "runs"
+    name: str = ""
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A whole run."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    partition: PartitionConfig = field(default_factory=PartitionConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+
+
+def load_config(path: Path | None = None, overrides: Sequence[str] = ()) -> RunConfig:
+    """Load a run config from TOML (defaults when ``path`` is None) with ``key=value`` overrides.
+
+    Raises:
+        ConfigError: naming the offending key and what is valid.
+    """
+    raw = read_toml(path) if path is not None else {}
+    return from_mapping(RunConfig, merge(raw, parse_overrides(overrides)))

@@ -1,0 +1,103 @@
+"""The centralized baseline: the same combined model trained in one process, no messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from vfl.metrics import Task, evaluate_logits
+from vfl.models.head import CombinedModel
+from vfl.protocol.base import RoundCallback
+from vfl.protocol.sampler import BatchSampler, chunks
+from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
+
+
+class CentralizedTraining:
+    """Trains ``CombinedModel`` on all feature blocks at once with the VFL batch order.
+
+    Args:
+        model: Bottoms and head in one module.
+        optimizer: Optimizer over all of ``model``'s parameters.
+        task: The classification task.
+        train_blocks: Every party's training block, in party order.
+        test_blocks: Every party's test block, in party order.
+        train_labels: Training labels.
+        test_labels: Test labels.
+        sampler: Batch order (the same as the VFL run's for a like-for-like comparison).
+        eval_batch_size: Samples per evaluation batch.
+    """
+
+    @property
+    def ledger(self) -> None:
+        """Nothing is communicated, so there is no ledger."""
+        return None
+
+    def __init__(
+        self,
+        *,
+        model: CombinedModel,
+        optimizer: torch.optim.Optimizer,
+        task: Task,
+        train_blocks: Sequence[torch.Tensor],
+        test_blocks: Sequence[torch.Tensor],
+        train_labels: torch.Tensor,
+        test_labels: torch.Tensor,
+        sampler: BatchSampler,
+        eval_batch_size: int,
+    ) -> None:
+        self.model = model
+        self.optimizer = optimizer
+        self.task = task
+        self.blocks = {SPLIT_TRAIN: list(train_blocks), SPLIT_TEST: list(test_blocks)}
+        self.labels = {SPLIT_TRAIN: train_labels, SPLIT_TEST: test_labels}
+        self.sampler = sampler
+        self.eval_batch_size = eval_batch_size
+        self.rounds = 0
+
+    def train_epoch(self, epoch: int, *, on_round: RoundCallback | None = None) -> float:
+        """Run one epoch of steps; returns the mean training loss."""
+        total = 0.0
+        batches = self.sampler.epoch(epoch)
+        self.model.train()
+        for ids in batches:
+            logits = self.model([block[ids] for block in self.blocks[SPLIT_TRAIN]])
+            loss = self.task.loss(logits, self.labels[SPLIT_TRAIN][ids])
+            self.optimizer.zero_grad(set_to_none=True)
+            torch.autograd.backward(loss)
+            self.optimizer.step()
+            self.rounds += 1
+            total += float(loss.detach())
+            if on_round is not None:
+                on_round(float(loss.detach()))
+        return total / len(batches)
+
+    @torch.no_grad()
+    def evaluate(self, split: int) -> dict[str, float]:
+        """Loss and accuracy (plus F1 and AUC for binary tasks) on a whole split."""
+        self.model.eval()
+        labels = self.labels[split]
+        logits = [
+            self.model([block[ids] for block in self.blocks[split]])
+            for ids in chunks(len(labels), self.eval_batch_size)
+        ]
+        self.model.train()
+        return evaluate_logits(self.task, torch.cat(logits), labels)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Model, optimizer and round counter."""
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "rounds": self.rounds,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore from ``state_dict``."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.rounds = int(state["rounds"])
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,123 @@
+"""Run an experiment from a config: load data, partition, build models, train, write results."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vfl.config import RunConfig
+from vfl.configio import to_toml
+from vfl.data.dataset import Dataset, Split
+from vfl.data.partition import Partition, make_partition
+from vfl.data.registry import load_dataset
+from vfl.data.table import load_table
+from vfl.fit import fit
+from vfl.metrics import Task
+from vfl.models.build import build_bottom, build_head
+from vfl.optim import optimizer_factory
+from vfl.results import CONFIG, PARTITION, SUMMARY, RunDirectory
+from vfl.seeding import derive_seed, torch_seed
+from vfl.simulation import Simulation, VerticalData, embedding_width, simulate, vertical_data
+
+SUBSAMPLE_SEED = 0
+"""Subsamples (data.max_*_samples) do not depend on train.seed, so seeds vary only training."""
+
+
+def load_data(config: RunConfig) -> Dataset:
+    """The data set a config names, subsampled as configured."""
+    data = config.data
+    if data.name == "table":
+        dataset = load_table(
+            Path(data.path),
+            label=data.label,
+            id_column=data.id_column or None,
+            test_path=Path(data.test_path) if data.test_path else None,
+            test_fraction=data.test_fraction,
+            seed=SUBSAMPLE_SEED,
+        )
+    else:
+        dataset = load_dataset(data.name, root=Path(data.path) if data.path else None)
+    return subsample(dataset, data.max_train_samples, data.max_test_samples)
+
+
+def subsample(dataset: Dataset, max_train: int, max_test: int) -> Dataset:
+    """A seeded subsample of at most ``max_train`` / ``max_test`` rows (0 keeps all)."""
+    rng = np.random.default_rng(SUBSAMPLE_SEED)
+
+    def take(split: Split, limit: int) -> Split:
+        if limit == 0 or limit >= len(split):
+            return split
+        rows = np.sort(rng.choice(len(split), size=limit, replace=False))
+        return Split(split.ids[rows], split.features[rows], split.labels[rows])
+
+    return replace(dataset, train=take(dataset.train, max_train), test=take(dataset.test, max_test))
+
+
+def build_simulation(config: RunConfig, data: VerticalData) -> Simulation:
+    """Models seeded from ``train.seed`` and the configured protocol, in one process."""
+    seed = config.train.seed
+    bottoms = []
+    for party, block in enumerate(data.train_blocks, start=1):
+        with torch_seed(derive_seed(seed, "bottom", party)):
+            bottoms.append(build_bottom(config.model.bottom, tuple(block.shape[1:])))
+    widths = [
+        embedding_width(b, block) for b, block in zip(bottoms, data.train_blocks, strict=True)
+    ]
+    with torch_seed(derive_seed(seed, "head")):
+        head = build_head(config.model.head, widths, data.task)
+    return simulate(
+        data,
+        bottoms=bottoms,
+        head=head,
+        optimizer=optimizer_factory(config.train.optimizer),
+        batch_size=config.train.batch_size,
+        eval_batch_size=config.train.eval_batch_size,
+        shuffle=config.train.shuffle,
+        seed=derive_seed(seed, "batches"),
+        centralized=config.protocol.mode == "centralized",
+    )
+
+
+def prepare(config: RunConfig) -> tuple[Dataset, Partition, VerticalData]:
+    """Load and partition the data a config names."""
+    dataset = load_data(config)
+    part = config.partition
+    partition = make_partition(
+        dataset, part.scheme, part.num_parties, groups=part.groups, seed=part.seed
+    )
+    return dataset, partition, vertical_data(dataset, partition)
+
+
+def default_run_dir(config: RunConfig, label: str) -> Path:
+    """``output.dir / output.name``, or ``output.dir / <label>-<timestamp>``."""
+    name = config.output.name or f"{label}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return Path(config.output.dir) / name
+
+
+def run(config: RunConfig, run_dir: Path) -> dict[str, Any]:
+    """Train as configured, writing (or resuming) the run directory; returns the summary."""
+    _, partition, data = prepare(config)
+    run_files = RunDirectory(run_dir)
+    run_files.write_text(CONFIG, to_toml(config))
+    run_files.write_text(PARTITION, partition.to_json())
+    simulation = build_simulation(config, data)
+    try:
+        fit(
+            simulation,
+            epochs=config.train.epochs,
+            run=run_files,
+            progress=config.output.progress,
+            checkpoint=config.train.checkpoint,
+        )
+    finally:
+        simulation.trainer.close()
+    return run_files.read_json(SUMMARY)
+
+
+def task_of(dataset: Dataset) -> Task:
+    """The classification task of a data set."""
+    return Task(dataset.num_classes)

@@ -1,0 +1,116 @@
+"""The server (label holder): labels, the head model, the loss and the head's optimizer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from vfl.errors import DataError, WireError
+from vfl.metrics import Task
+from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
+
+
+class Server:
+    """Fuses the parties' embeddings, computes the loss and returns d loss / d embedding.
+
+    Args:
+        head: Module taking the list of embeddings (ascending party id) to ``(B, output_dim)``.
+        task: The classification task (loss, predictions).
+        train_labels: ``int64`` labels of the aligned training split, ``(N,)``.
+        test_labels: ``int64`` labels of the test split, ``(N_test,)``.
+        optimizer: Optimizer over ``head``'s parameters.
+        embedding_dims: The embedding width each party must send, by party id.
+    """
+
+    def __init__(
+        self,
+        *,
+        head: nn.Module,
+        task: Task,
+        train_labels: torch.Tensor,
+        test_labels: torch.Tensor,
+        optimizer: torch.optim.Optimizer,
+        embedding_dims: Mapping[int, int],
+    ) -> None:
+        for name, labels in (("train", train_labels), ("test", test_labels)):
+            if labels.dtype != torch.int64 or labels.ndim != 1:
+                raise DataError(
+                    f"server {name} labels must be 1-D int64, got shape"
+                    f" {tuple(labels.shape)} ({labels.dtype})"
+                )
+            if len(labels) and (int(labels.min()) < 0 or int(labels.max()) >= task.num_classes):
+                raise DataError(f"server {name} labels must lie in [0, {task.num_classes - 1}]")
+        self.head = head
+        self.task = task
+        self.labels = {SPLIT_TRAIN: train_labels, SPLIT_TEST: test_labels}
+        self.optimizer = optimizer
+        self.embedding_dims = dict(sorted(embedding_dims.items()))
+
+    @property
+    def party_ids(self) -> tuple[int, ...]:
+        """The parties whose embeddings the head fuses, ascending."""
+        return tuple(self.embedding_dims)
+
+    def train_step(
+        self, ids: torch.Tensor, embeddings: Mapping[int, torch.Tensor]
+    ) -> tuple[float, dict[int, torch.Tensor]]:
+        """One SGD step of the head; returns the loss and d loss / d embedding per party."""
+        inputs = [e.detach().requires_grad_(True) for e in self._ordered(embeddings, len(ids))]
+        self.head.train()
+        loss = self.task.loss(self.head(inputs), self.labels[SPLIT_TRAIN][ids])
+        self.optimizer.zero_grad(set_to_none=True)
+        torch.autograd.backward(loss)
+        self.optimizer.step()
+        grads = {}
+        for party, embedding in zip(self.party_ids, inputs, strict=True):
+            assert embedding.grad is not None  # every embedding feeds the head
+            grads[party] = embedding.grad
+        return float(loss.detach()), grads
+
+    @torch.no_grad()
+    def predict(self, embeddings: Mapping[int, torch.Tensor], batch: int) -> torch.Tensor:
+        """Logits for ``batch`` samples from their embeddings, without updating anything."""
+        self.head.eval()
+        logits: torch.Tensor = self.head(self._ordered(embeddings, batch))
+        self.head.train()
+        return logits
+
+    def _ordered(self, embeddings: Mapping[int, torch.Tensor], batch: int) -> list[torch.Tensor]:
+        if set(embeddings) != set(self.embedding_dims):
+            raise WireError(
+                f"server expected embeddings from parties {self.party_ids}, got"
+                f" {sorted(embeddings)}"
+            )
+        ordered = []
+        for party, width in self.embedding_dims.items():
+            embedding = embeddings[party]
+            if embedding.shape != (batch, width) or not torch.is_floating_point(embedding):
+                raise WireError(
+                    f"party {party} sent an embedding of shape"
+                    f" {tuple(embedding.shape)} ({embedding.dtype}); expected"
+                    f" ({batch}, {width}) floating point"
+                )
+            if not torch.isfinite(embedding).all():
+                raise WireError(f"party {party} sent an embedding with non-finite values")
+            ordered.append(embedding)
+        return ordered
+
+    def state_dict(self) -> dict[str, Any]:
+        """Head and optimizer state, for checkpoints."""
+        return {"head": self.head.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore from ``state_dict``."""
+        self.head.load_state_dict(state["head"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
+    def check_parties(self, party_ids: Sequence[int]) -> None:
+        """Raise unless ``party_ids`` are exactly the parties this server fuses."""
+        if tuple(sorted(party_ids)) != self.party_ids:
+            raise DataError(
+                f"server fuses parties {self.party_ids} but the transport reaches"
+                f" {tuple(sorted(party_ids))}"
+            )

@@ -1,0 +1,215 @@
+"""Field encoders: how each field type of a message becomes bytes and back.
+
+Every multi-byte value is little-endian. A message body is its fields in declaration order with no
+padding and no field tags: the schema (the message class) says what comes next, so a body carries
+only payload plus the small per-field headers documented in ``docs/wire.md``.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from abc import ABC, abstractmethod
+from typing import Any
+
+import torch
+
+from vfl.errors import WireError
+
+if sys.byteorder != "little":  # pragma: no cover - every supported host is little-endian
+    raise ImportError("vfl's wire codec assumes a little-endian host")
+
+# Codes are part of the wire format: never renumber, only append.
+DTYPE_CODES: dict[torch.dtype, int] = {
+    torch.float32: 1,
+    torch.float64: 2,
+    torch.float16: 3,
+    torch.bfloat16: 4,
+    torch.int64: 5,
+    torch.int32: 6,
+    torch.int16: 7,
+    torch.int8: 8,
+    torch.uint8: 9,
+    torch.bool: 10,
+}
+DTYPES_BY_CODE = {code: dtype for dtype, code in DTYPE_CODES.items()}
+MAX_TENSOR_DIMS = 8
+
+_I64 = struct.Struct("<q")
+_F64 = struct.Struct("<d")
+_U32 = struct.Struct("<I")
+_TENSOR_HEAD = struct.Struct("<BB")
+
+
+class Reader:
+    """A cursor over received bytes that refuses to read past the end."""
+
+    __slots__ = ("_data", "_pos")
+
+    def __init__(self, data: memoryview, pos: int = 0) -> None:
+        self._data = data
+        self._pos = pos
+
+    def take(self, size: int) -> memoryview:
+        """Return the next ``size`` bytes and advance."""
+        end = self._pos + size
+        if size < 0 or end > len(self._data):
+            raise WireError(
+                f"message truncated: needed {size} more bytes at offset {self._pos}, only"
+                f" {len(self._data) - self._pos} remain"
+            )
+        chunk = self._data[self._pos : end]
+        self._pos = end
+        return chunk
+
+    def unpack(self, layout: struct.Struct) -> tuple[Any, ...]:
+        """Read one fixed-size struct."""
+        return layout.unpack(self.take(layout.size))
+
+    @property
+    def remaining(self) -> int:
+        """Bytes not yet read."""
+        return len(self._data) - self._pos
+
+
+class FieldCodec(ABC):
+    """Encodes one field type."""
+
+    @abstractmethod
+    def encode(self, value: Any, out: list[bytes]) -> None:
+        """Append the encoding of ``value`` to ``out``."""
+
+    @abstractmethod
+    def decode(self, reader: Reader) -> Any:
+        """Read one value."""
+
+
+class IntCodec(FieldCodec):
+    """A signed 64-bit integer (8 bytes)."""
+
+    def encode(self, value: Any, out: list[bytes]) -> None:
+        """Append the encoding of ``value`` to ``out``."""
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise WireError(f"expected an int field, got {type(value).__name__}")
+        out.append(_I64.pack(value))
+
+    def decode(self, reader: Reader) -> int:
+        """Read one value."""
+        return int(reader.unpack(_I64)[0])
+
+
+class FloatCodec(FieldCodec):
+    """An IEEE-754 double (8 bytes)."""
+
+    def encode(self, value: Any, out: list[bytes]) -> None:
+        """Append the encoding of ``value`` to ``out``."""
+        out.append(_F64.pack(float(value)))
+
+    def decode(self, reader: Reader) -> float:
+        """Read one value."""
+        return float(reader.unpack(_F64)[0])
+
+
+class BytesCodec(FieldCodec):
+    """Raw bytes: a u32 length, then the bytes."""
+
+    def encode(self, value: Any, out: list[bytes]) -> None:
+        """Append the encoding of ``value`` to ``out``."""
+        out.append(_U32.pack(len(value)))
+        out.append(bytes(value))
+
+    def decode(self, reader: Reader) -> bytes:
+        """Read one value."""
+        (size,) = reader.unpack(_U32)
+        return bytes(reader.take(size))
+
+
+class StrCodec(FieldCodec):
+    """UTF-8 text: a u32 length, then the bytes."""
+
+    def encode(self, value: Any, out: list[bytes]) -> None:
+        """Append the encoding of ``value`` to ``out``."""
+        BytesCodec().encode(str(value).encode("utf-8"), out)
+
+    def decode(self, reader: Reader) -> str:
+        """Read one value."""
+        raw = BytesCodec().decode(reader)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise WireError(f"text field is not valid UTF-8: {error}") from None
+
+
+class TensorCodec(FieldCodec):
+    """A dense tensor: dtype code (u8), ndim (u8), ndim u32 sizes, then raw little-endian data.
+
+    A 2-D tensor therefore costs ``2 + 2 * 4 = 10`` header bytes plus its payload.
+    """
+
+    def encode(self, value: Any, out: list[bytes]) -> None:
+        """Append the encoding of ``value`` to ``out``."""
+        if not isinstance(value, torch.Tensor):
+            raise WireError(f"expected a tensor field, got {type(value).__name__}")
+        code = DTYPE_CODES.get(value.dtype)
+        if code is None:
+            raise WireError(f"dtype {value.dtype} cannot be sent; valid: {list(DTYPE_CODES)}")
+        if value.ndim > MAX_TENSOR_DIMS:
+            raise WireError(f"tensor has {value.ndim} dims; at most {MAX_TENSOR_DIMS} can be sent")
+        flat = value.detach().cpu().contiguous().reshape(-1)
+        out.append(_TENSOR_HEAD.pack(code, value.ndim))
+        out.append(struct.pack(f"<{value.ndim}I", *value.shape))
+        out.append(flat.view(torch.uint8).numpy().tobytes())
+
+    def decode(self, reader: Reader) -> torch.Tensor:
+        """Read one value."""
+        code, ndim = reader.unpack(_TENSOR_HEAD)
+        dtype = DTYPES_BY_CODE.get(code)
+        if dtype is None:
+            raise WireError(f"unknown tensor dtype code {code}; valid: {sorted(DTYPES_BY_CODE)}")
+        if ndim > MAX_TENSOR_DIMS:
+            raise WireError(f"tensor claims {ndim} dims; at most {MAX_TENSOR_DIMS} are allowed")
+        shape = struct.unpack(f"<{ndim}I", reader.take(4 * ndim))
+        count = 1
+        for size in shape:
+            count *= size
+        nbytes = count * dtype.itemsize
+        if nbytes > reader.remaining:
+            raise WireError(
+                f"tensor of shape {tuple(shape)} and dtype {dtype} needs {nbytes} bytes, only"
+                f" {reader.remaining} remain"
+            )
+        payload = bytearray(reader.take(nbytes))  # a private, aligned, writable copy
+        if count == 0:
+            return torch.empty(shape, dtype=dtype)
+        return torch.frombuffer(payload, dtype=dtype).reshape(shape)
+
+
+class TensorListCodec(FieldCodec):
+    """A sequence of tensors: a u32 count, then each tensor."""
+
+    _tensor = TensorCodec()
+
+    def encode(self, value: Any, out: list[bytes]) -> None:
+        """Append the encoding of ``value`` to ``out``."""
+        out.append(_U32.pack(len(value)))
+        for tensor in value:
+            self._tensor.encode(tensor, out)
+
+    def decode(self, reader: Reader) -> tuple[torch.Tensor, ...]:
+        """Read one value."""
+        (count,) = reader.unpack(_U32)
+        if count > reader.remaining // _TENSOR_HEAD.size:
+            raise WireError(f"tensor list claims {count} tensors, more than the bytes left allow")
+        return tuple(self._tensor.decode(reader) for _ in range(count))
+
+
+# Annotation strings (messages use ``from __future__ import annotations``) to codecs.
+CODECS_BY_ANNOTATION: dict[str, FieldCodec] = {
+    "int": IntCodec(),
+    "float": FloatCodec(),
+    "bytes": BytesCodec(),
+    "str": StrCodec(),
+    "torch.Tensor": TensorCodec(),
+    "Tensor": TensorCodec(),
+    "tuple[torch.Tensor, ...]": TensorListCodec(),
+}

@@ -1,0 +1,70 @@
+"""Message types of the VFL protocols.
+
+Kind codes are part of the wire format: never renumber or reuse one; append new types.
+Tensor shapes use B = batch size and P = the sending party's embedding width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from vfl.wire.schema import Message, register
+
+SPLIT_TRAIN = 0
+SPLIT_TEST = 1
+
+
+@register(kind=1)
+@dataclass(frozen=True)
+class EmbedRequest(Message):
+    """Server to party: embed these training samples and keep the graph for the backward pass.
+
+    Attributes:
+        ids: ``int64`` row positions in the aligned training split, shape ``(B,)``.
+    """
+
+    ids: torch.Tensor
+
+
+@register(kind=2)
+@dataclass(frozen=True)
+class EmbedReply(Message):
+    """Party to server: the embedding of the requested samples, shape ``(B, P)``."""
+
+    embedding: torch.Tensor
+
+
+@register(kind=3)
+@dataclass(frozen=True)
+class GradRequest(Message):
+    """Server to party: d loss / d embedding for the round's batch, shape ``(B, P)``; step on it."""
+
+    grad: torch.Tensor
+
+
+@register(kind=4)
+@dataclass(frozen=True)
+class Ack(Message):
+    """Party to server: the request of this round was carried out."""
+
+
+@register(kind=5)
+@dataclass(frozen=True)
+class EvalRequest(Message):
+    """Server to party: embed these samples in evaluation mode (no graph, no update).
+
+    Attributes:
+        ids: ``int64`` row positions, shape ``(B,)``.
+        split: ``SPLIT_TRAIN`` or ``SPLIT_TEST``.
+    """
+
+    ids: torch.Tensor
+    split: int
+
+
+@register(kind=6)
+@dataclass(frozen=True)
+class Shutdown(Message):
+    """Server to party: training is over; release resources."""
