@@ -58,6 +58,11 @@ def _parser() -> argparse.ArgumentParser:
     fetch = data_commands.add_parser("fetch", help="download a data set into the cache")
     fetch.add_argument("name", help="data set name (see `vfl data list`)")
     fetch.add_argument("--force", action="store_true", help="fetch again even if cached")
+    fetch.add_argument(
+        "--allow-unverified",
+        action="store_true",
+        help="allow a download that no known checksum can verify",
+    )
     fetch.set_defaults(handler=_data_fetch)
     return parser
 
@@ -106,7 +111,7 @@ def _data_list(args: argparse.Namespace) -> int:
 def _data_fetch(args: argparse.Namespace) -> int:
     from vfl.data.registry import fetch_dataset
 
-    path = fetch_dataset(args.name, force=args.force)
+    path = fetch_dataset(args.name, force=args.force, allow_unverified=args.allow_unverified)
     print(f"{args.name}: {path}")
     return 0
 

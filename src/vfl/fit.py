@@ -86,7 +86,7 @@ class _RoundBar:
             desc=f"epoch {epoch + 1}/{epochs}",
             unit="round",
             leave=False,
-            disable=not enabled,
+            disable=None if enabled else True,  # None: only on a terminal
             dynamic_ncols=True,
         )
         self._loss = math.nan

@@ -19,8 +19,14 @@ def optimizer_factory(config: OptimizerConfig) -> OptimizerFactory:
     def build(params: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
         if config.name == "sgd":
             return torch.optim.SGD(
-                params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
+                params,
+                lr=config.lr,
+                momentum=config.momentum,
+                weight_decay=config.weight_decay,
+                fused=config.fused,
             )
-        return torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
+        return torch.optim.Adam(
+            params, lr=config.lr, weight_decay=config.weight_decay, fused=config.fused
+        )
 
     return build

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from vfl.checks import all_finite, id_bounds
 from vfl.data.dataset import check_finite
 from vfl.errors import DataError, ProtocolError, WireError
 from vfl.wire import (
@@ -80,7 +81,8 @@ class Party:
             )
         ids = self._check_ids(request.ids, SPLIT_TRAIN)
         self._last_round = request.round
-        self.model.train()
+        if not self.model.training:
+            self.model.train()
         embedding = self.model(self.features[SPLIT_TRAIN][ids])  # (B, P)
         self._pending = (request.round, embedding)
         return EmbedReply(round=request.round, embedding=embedding.detach())
@@ -98,7 +100,7 @@ class Party:
                 f" ({request.grad.dtype}) for an embedding of shape"
                 f" {tuple(embedding.shape)} ({embedding.dtype})"
             )
-        if not torch.isfinite(request.grad).all():
+        if not all_finite(request.grad):
             raise WireError(
                 f"party {self.party_id}: gradient for round {request.round} holds non-finite values"
             )
@@ -128,10 +130,10 @@ class Party:
                 f"party {self.party_id}: ids must be a non-empty 1-D int64 tensor,"
                 f" got shape {tuple(ids.shape)} ({ids.dtype})"
             )
-        if int(ids.min()) < 0 or int(ids.max()) >= rows:
+        low, high = id_bounds(ids)
+        if low < 0 or high >= rows:
             raise WireError(
-                f"party {self.party_id}: ids must lie in [0, {rows - 1}], got"
-                f" [{int(ids.min())}, {int(ids.max())}]"
+                f"party {self.party_id}: ids must lie in [0, {rows - 1}], got [{low}, {high}]"
             )
         return ids
 

@@ -16,7 +16,6 @@ from vfl.data.partition import Partition, make_partition
 from vfl.data.registry import load_dataset
 from vfl.data.table import load_table
 from vfl.fit import fit
-from vfl.metrics import Task
 from vfl.models.build import build_bottom, build_head
 from vfl.optim import optimizer_factory
 from vfl.results import CONFIG, PARTITION, SUMMARY, RunDirectory
@@ -40,7 +39,9 @@ def load_data(config: RunConfig) -> Dataset:
             seed=SUBSAMPLE_SEED,
         )
     else:
-        dataset = load_dataset(data.name, root=Path(data.path) if data.path else None)
+        options = {"test_fraction": data.test_fraction} if data.name == "default-credit" else {}
+        root = Path(data.path) if data.path else None
+        dataset = load_dataset(data.name, root=root, **options)
     return subsample(dataset, data.max_train_samples, data.max_test_samples)
 
 
@@ -116,8 +117,3 @@ def run(config: RunConfig, run_dir: Path) -> dict[str, Any]:
     finally:
         simulation.trainer.close()
     return run_files.read_json(SUMMARY)
-
-
-def task_of(dataset: Dataset) -> Task:
-    """The classification task of a data set."""
-    return Task(dataset.num_classes)

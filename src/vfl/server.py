@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from vfl.checks import all_finite
 from vfl.errors import DataError, WireError
 from vfl.metrics import Task
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
@@ -59,7 +60,8 @@ class Server:
     ) -> tuple[float, dict[int, torch.Tensor]]:
         """One SGD step of the head; returns the loss and d loss / d embedding per party."""
         inputs = [e.detach().requires_grad_(True) for e in self._ordered(embeddings, len(ids))]
-        self.head.train()
+        if not self.head.training:
+            self.head.train()
         loss = self.task.loss(self.head(inputs), self.labels[SPLIT_TRAIN][ids])
         self.optimizer.zero_grad(set_to_none=True)
         torch.autograd.backward(loss)
@@ -93,7 +95,7 @@ class Server:
                     f" {tuple(embedding.shape)} ({embedding.dtype}); expected"
                     f" ({batch}, {width}) floating point"
                 )
-            if not torch.isfinite(embedding).all():
+            if not all_finite(embedding):
                 raise WireError(f"party {party} sent an embedding with non-finite values")
             ordered.append(embedding)
         return ordered

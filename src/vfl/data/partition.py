@@ -189,8 +189,8 @@ def _explicit_groups(
     if missing:
         names = list(dict.fromkeys(sources[j] for j in range(len(columns)) if j not in owner))
         raise ConfigError(
-            f"partition.groups leave {len(missing)} column(s) with no party:"
-            f" {', '.join(names)}; assign every column to one group"
+            f"partition.groups leave {len(names)} column(s) with no party: {', '.join(names)}"
+            f" ({len(missing)} encoded column(s)); assign every column to one group"
         )
     return [sorted(j for j, p in owner.items() if p == party) for party in range(len(groups))]
 

@@ -112,8 +112,9 @@ def fetch_default_credit(dest: Path, context: FetchContext) -> None:
     if not context.allow_unverified:
         raise DataError(
             "the Default-of-Credit-Card data has no checksum known here, so it is not downloaded"
-            f" by default; to download it unverified from {CREDIT_ARTIFACT.url}, pass"
-            " allow_unverified=True to fetch_dataset"
+            f" by default; to download it unverified from {CREDIT_ARTIFACT.url}, run"
+            " `vfl data fetch default-credit --allow-unverified` (or pass allow_unverified=True to"
+            " fetch_dataset)"
         )
     archive = fetch_artifact(CREDIT_ARTIFACT, context)
     try:

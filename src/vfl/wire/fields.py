@@ -155,10 +155,14 @@ class TensorCodec(FieldCodec):
             raise WireError(f"dtype {value.dtype} cannot be sent; valid: {list(DTYPE_CODES)}")
         if value.ndim > MAX_TENSOR_DIMS:
             raise WireError(f"tensor has {value.ndim} dims; at most {MAX_TENSOR_DIMS} can be sent")
-        flat = value.detach().cpu().contiguous().reshape(-1)
+        tensor = value.detach()
+        if tensor.device.type != "cpu" or not tensor.is_contiguous():
+            tensor = tensor.cpu().contiguous()
+        if tensor.dtype == torch.bfloat16:  # numpy has no bfloat16: send its raw 16-bit words
+            tensor = tensor.view(torch.int16)
         out.append(_TENSOR_HEAD.pack(code, value.ndim))
         out.append(struct.pack(f"<{value.ndim}I", *value.shape))
-        out.append(flat.view(torch.uint8).numpy().tobytes())
+        out.append(tensor.numpy().tobytes())
 
     def decode(self, reader: Reader) -> torch.Tensor:
         """Read one value."""
