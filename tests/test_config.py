@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,19 @@ def test_bare_words_fall_back_to_strings(word: str) -> None:
 def test_from_mapping_rejects_a_wrong_section_type() -> None:
     with pytest.raises(ConfigError, match="data must be a table"):
         from_mapping(RunConfig, {"data": [1, 2]})
+
+
+def test_config_reference_is_up_to_date() -> None:
+    # Prepare
+    root = Path(__file__).parents[1]
+    spec = importlib.util.spec_from_file_location(
+        "gen_config_doc", root / "tools/gen_config_doc.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    # Execute / Assert
+    assert (root / "docs/config.md").read_text() == module.render(), (
+        "docs/config.md is stale: run .venv/bin/python tools/gen_config_doc.py > docs/config.md"
+    )

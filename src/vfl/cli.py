@@ -87,6 +87,8 @@ def _run(args: argparse.Namespace) -> int:
     print(f"run directory: {run_dir}", file=sys.stderr)
     summary = runner.run(config, run_dir)
     print(json.dumps(summary, indent=2))
+    final = ", ".join(f"{k} {v:.4f}" for k, v in summary["final"].items() if k.startswith("test_"))
+    print(f"final: {final} (results in {run_dir})", file=sys.stderr)
     return 0
 
 
