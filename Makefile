@@ -37,7 +37,7 @@ test: lint typecheck unit
 
 demo: venv
 	$(BIN)/vfl data fetch mnist
-	$(BIN)/vfl run examples/mnist_quadrants.toml --run-dir runs/demo-mnist
+	$(BIN)/vfl run examples/mnist_quadrants.toml
 
 bench: venv data
 	$(BIN)/python bench/bench_vfl_vs_centralized.py

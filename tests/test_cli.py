@@ -181,3 +181,18 @@ def test_data_list_shows_every_registered_data_set(
 def test_run_without_a_config_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run"]) == 2
     assert "needs a CONFIG file" in capsys.readouterr().err
+
+
+def test_a_second_run_into_the_same_directory_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    config = write_config(tmp_path, write_table(tmp_path / "credit.csv"))
+    main(["run", str(config), "--run-dir", str(tmp_path / "run")])
+
+    # Execute
+    status = main(["run", str(config), "--run-dir", str(tmp_path / "run")])
+
+    # Assert
+    assert status == 2
+    assert "already holds a run; continue it with `vfl run --resume" in capsys.readouterr().err

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
+from vfl.errors import ConfigError
 from vfl.results import LEDGER, SUMMARY, RunDirectory
 from vfl.simulation import Simulation
 from vfl.transport.ledger import Ledger
@@ -22,17 +23,20 @@ def fit(
     run: RunDirectory | None = None,
     progress: bool = True,
     checkpoint: bool = True,
+    resume: bool = False,
 ) -> list[dict[str, Any]]:
     """Train for ``epochs`` epochs, evaluating on the test split after each.
 
-    With a run directory, records go to ``metrics.jsonl``, a checkpoint is written after every
-    epoch, and a run that holds a checkpoint resumes after its last completed epoch.
+    With a run directory, records go to ``metrics.jsonl`` and a checkpoint is written after every
+    epoch; with ``resume``, training continues after the checkpoint's last completed epoch.
 
     Returns:
         One metrics record per epoch (all epochs, including resumed ones).
     """
     start_epoch, elapsed = 0, 0.0
-    if run is not None and run.file("checkpoint.pt").exists():
+    if resume:
+        if run is None:
+            raise ConfigError("resuming needs the run directory that holds the checkpoint")
         state = run.load_checkpoint()
         simulation.load_state_dict(state["simulation"])
         torch.set_rng_state(state["torch_rng"])

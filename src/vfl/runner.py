@@ -15,10 +15,11 @@ from vfl.data.dataset import Dataset, Split
 from vfl.data.partition import Partition, make_partition
 from vfl.data.registry import load_dataset
 from vfl.data.table import load_table
+from vfl.errors import ConfigError
 from vfl.fit import fit
 from vfl.models.build import build_bottom, build_head
 from vfl.optim import optimizer_factory
-from vfl.results import CONFIG, PARTITION, SUMMARY, RunDirectory
+from vfl.results import CONFIG, METRICS, PARTITION, SUMMARY, RunDirectory
 from vfl.seeding import derive_seed, torch_seed
 from vfl.simulation import Simulation, VerticalData, embedding_width, simulate, vertical_data
 
@@ -99,8 +100,17 @@ def default_run_dir(config: RunConfig, label: str) -> Path:
     return Path(config.output.dir) / name
 
 
-def run(config: RunConfig, run_dir: Path) -> dict[str, Any]:
-    """Train as configured, writing (or resuming) the run directory; returns the summary."""
+def run(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str, Any]:
+    """Train as configured into ``run_dir`` (or continue it with ``resume``); returns the summary.
+
+    Raises:
+        ConfigError: if ``run_dir`` already holds a run and ``resume`` is false.
+    """
+    if not resume and (run_dir / METRICS).exists():
+        raise ConfigError(
+            f"run directory {str(run_dir)!r} already holds a run; continue it with"
+            f" `vfl run --resume {run_dir}` or choose another --run-dir"
+        )
     _, partition, data = prepare(config)
     run_files = RunDirectory(run_dir)
     run_files.write_text(CONFIG, to_toml(config))
@@ -113,6 +123,7 @@ def run(config: RunConfig, run_dir: Path) -> dict[str, Any]:
             run=run_files,
             progress=config.output.progress,
             checkpoint=config.train.checkpoint,
+            resume=resume,
         )
     finally:
         simulation.trainer.close()

@@ -166,7 +166,7 @@ def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path: Path) -> N
 
     # Execute: a new process would rebuild from config and resume from the checkpoint
     resumed = fresh()
-    records = fit(resumed, epochs=4, run=run, progress=False)  # type: ignore[arg-type]
+    records = fit(resumed, epochs=4, run=run, progress=False, resume=True)  # type: ignore[arg-type]
 
     # Assert
     assert [r["epoch"] for r in records] == [1, 2, 3, 4]
