@@ -5,6 +5,8 @@ Three variants, each from the same weights with the same batch order:
 - ``centralized``: the combined model, one optimizer, one backward pass per step (the baseline);
 - ``split_floor``: the VFL computation with no messages at all: each party's bottom and the head
   run as separate autograd graphs with separate optimizers (what any VFL must do), called directly;
+- ``vfl_no_codec``: the real roles and protocol loop, but a transport that hands message objects
+  to the parties without encoding, counting or decoding them (isolates the codec's cost);
 - ``vfl``: the real protocol through the in-process transport (every message encoded, counted,
   validated and decoded).
 
@@ -22,7 +24,7 @@ import json
 import platform
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import torch
@@ -32,9 +34,27 @@ from vfl.party import Party
 from vfl.protocol.split import SplitLearning
 from vfl.runner import build_simulation, prepare
 from vfl.simulation import Simulation, VerticalData
-from vfl.wire import SPLIT_TRAIN
+from vfl.transport.base import Exchange, Transport
+from vfl.transport.inproc import InProcTransport
+from vfl.transport.ledger import Phase
+from vfl.wire import SPLIT_TRAIN, Message
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+class UncodedTransport(Transport):
+    """Benchmark-only: calls party handlers with the message objects themselves."""
+
+    def __init__(self, inner: InProcTransport) -> None:
+        super().__init__()
+        self._handlers = {p: e.handler for p, e in inner._endpoints.items()}
+
+    @property
+    def party_ids(self) -> tuple[int, ...]:
+        return tuple(self._handlers)
+
+    def request(self, messages: Mapping[int, Message], *, phase: Phase = "train") -> Exchange:
+        return Exchange({p: self._handlers[p](m) for p, m in messages.items()})
 
 
 def split_floor_epoch(simulation: Simulation) -> None:
@@ -68,6 +88,10 @@ def time_variant(
     mode = "centralized" if variant == "centralized" else "vfl"
     config = load_config(config_path, [*overrides, f"protocol.mode={mode}"])
     simulation = build_simulation(config, data)
+    if variant == "vfl_no_codec":
+        trainer = simulation.trainer
+        assert isinstance(trainer, SplitLearning) and isinstance(trainer.transport, InProcTransport)
+        trainer.transport = UncodedTransport(trainer.transport)
     run: Callable[[], object] = (
         (lambda: split_floor_epoch(simulation))
         if variant == "split_floor"
@@ -87,7 +111,7 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args()
     _, _, data = prepare(load_config(args.config, args.overrides))
-    variants = ("vfl", "centralized", "split_floor")
+    variants = ("vfl", "vfl_no_codec", "split_floor", "centralized")
     times: dict[str, list[float]] = {v: [] for v in variants}
     for variant in variants:  # warm-up: allocator, lazy initialisation
         time_variant(args.config, variant, args.overrides, data)
@@ -103,6 +127,9 @@ def main() -> None:
         "repeats": args.repeats,
         "median_epoch_s": {v: round(m, 3) for v, m in medians.items()},
         "ratio_vfl_over_centralized": round(medians["vfl"] / medians["centralized"], 3),
+        "ratio_vfl_no_codec_over_centralized": round(
+            medians["vfl_no_codec"] / medians["centralized"], 3
+        ),
         "ratio_split_floor_over_centralized": round(
             medians["split_floor"] / medians["centralized"], 3
         ),
