@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from torch import nn
 
 from vfl.config import RunConfig
 from vfl.configio import to_toml
@@ -17,6 +19,7 @@ from vfl.data.registry import load_dataset
 from vfl.data.table import load_table
 from vfl.errors import ConfigError
 from vfl.fit import fit
+from vfl.metrics import Task
 from vfl.models.build import build_bottom, build_head
 from vfl.optim import optimizer_factory
 from vfl.results import CONFIG, METRICS, PARTITION, SUMMARY, RunDirectory
@@ -59,18 +62,26 @@ def subsample(dataset: Dataset, max_train: int, max_test: int) -> Dataset:
     return replace(dataset, train=take(dataset.train, max_train), test=take(dataset.test, max_test))
 
 
+def bottom_model(config: RunConfig, party: int, block_shape: tuple[int, ...]) -> nn.Module:
+    """Party ``party``'s bottom model, initialised from ``train.seed`` (same in any process)."""
+    with torch_seed(derive_seed(config.train.seed, "bottom", party)):
+        return build_bottom(config.model.bottom, block_shape)
+
+
+def head_model(config: RunConfig, widths: Sequence[int], task: Task) -> nn.Module:
+    """The server's head for embeddings of ``widths``, initialised from ``train.seed``."""
+    with torch_seed(derive_seed(config.train.seed, "head")):
+        return build_head(config.model.head, widths, task)
+
+
 def build_simulation(config: RunConfig, data: VerticalData) -> Simulation:
     """Models seeded from ``train.seed`` and the configured protocol, in one process."""
-    seed = config.train.seed
-    bottoms = []
-    for party, block in enumerate(data.train_blocks, start=1):
-        with torch_seed(derive_seed(seed, "bottom", party)):
-            bottoms.append(build_bottom(config.model.bottom, tuple(block.shape[1:])))
-    widths = [
-        embedding_width(b, block) for b, block in zip(bottoms, data.train_blocks, strict=True)
+    bottoms = [
+        bottom_model(config, party, tuple(block.shape[1:]))
+        for party, block in enumerate(data.train_blocks, start=1)
     ]
-    with torch_seed(derive_seed(seed, "head")):
-        head = build_head(config.model.head, widths, data.task)
+    widths = [embedding_width(b, x) for b, x in zip(bottoms, data.train_blocks, strict=True)]
+    head = head_model(config, widths, data.task)
     return simulate(
         data,
         bottoms=bottoms,
@@ -79,7 +90,7 @@ def build_simulation(config: RunConfig, data: VerticalData) -> Simulation:
         batch_size=config.train.batch_size,
         eval_batch_size=config.train.eval_batch_size,
         shuffle=config.train.shuffle,
-        seed=derive_seed(seed, "batches"),
+        seed=derive_seed(config.train.seed, "batches"),
         centralized=config.protocol.mode == "centralized",
     )
 

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vfl.errors import WireError
+from vfl.wire.bitpack import pack_bits, packed_size, unpack_bits
+
+
+@st.composite
+def codes(draw: st.DrawFn) -> tuple[np.ndarray, int]:
+    bits = draw(st.integers(1, 64))
+    count = draw(st.integers(0, 200))
+    top = 2**bits - 1
+    values = draw(st.lists(st.integers(0, top), min_size=count, max_size=count))
+    return np.array(values, dtype=np.uint64), bits
+
+
+@given(case=codes())
+def test_pack_then_unpack_is_the_identity_in_exactly_the_stated_bytes(
+    case: tuple[np.ndarray, int],
+) -> None:
+    # Prepare
+    values, bits = case
+
+    # Execute
+    packed = pack_bits(values, bits=bits)
+
+    # Assert
+    assert len(packed) == packed_size(len(values), bits) == -(-len(values) * bits // 8)
+    assert unpack_bits(packed, bits=bits, count=len(values)).tolist() == values.tolist()
+
+
+def test_two_bit_codes_fill_four_per_byte() -> None:
+    assert pack_bits(np.array([1, 2, 3, 0, 3]), bits=2) == bytes([0b00111001, 0b00000011])
+
+
+def test_codes_that_do_not_fit_are_refused() -> None:
+    with pytest.raises(ValueError, match="does not fit in 3 bits"):
+        pack_bits(np.array([8]), bits=3)
+    with pytest.raises(ValueError, match="non-negative"):
+        pack_bits(np.array([-1]), bits=3)
+    with pytest.raises(ValueError, match="bits must be in 1..64"):
+        pack_bits(np.array([1]), bits=0)
+
+
+def test_wrong_lengths_and_dirty_padding_are_wire_errors() -> None:
+    with pytest.raises(WireError, match="need 1 bytes, got 2"):
+        unpack_bits(b"\x00\x00", bits=2, count=3)
+    with pytest.raises(WireError, match="padding"):
+        unpack_bits(bytes([0b11000000]), bits=2, count=3)
