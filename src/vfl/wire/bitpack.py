@@ -75,7 +75,10 @@ def unpack_bits(data: bytes | memoryview, *, bits: int, count: int) -> npt.NDArr
     if stream[count * bits :].any():
         raise WireError("non-zero padding bits after the last code")
     grid = stream[: count * bits].reshape(count, bits).astype(np.uint64)
-    return (grid << np.arange(bits, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
+    codes: npt.NDArray[np.uint64] = (grid << np.arange(bits, dtype=np.uint64)).sum(
+        axis=1, dtype=np.uint64
+    )
+    return codes
 
 
 def _check_bits(bits: int) -> None:
