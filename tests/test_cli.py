@@ -79,8 +79,9 @@ def test_run_writes_a_complete_run_directory(
         "checkpoint.pt",
     }
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert [r["epoch"] for r in records] == [1, 2, 3]
-    assert {"test_accuracy", "test_f1", "test_auc", "bytes_up", "bytes_down"} <= records[0].keys()
+    assert [r["epoch"] for r in records] == [0, 1, 2, 3]
+    assert records[0]["bytes_up"] == records[0]["bytes_down"] == 0  # the untrained model
+    assert {"test_accuracy", "test_f1", "test_auc", "bytes_up", "bytes_down"} <= records[1].keys()
     summary = json.loads(capsys.readouterr().out)
     assert summary == json.loads((run_dir / "summary.json").read_text())
     assert summary["final"]["test_auc"] > 0.8
@@ -109,7 +110,7 @@ def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
     epochs = [
         json.loads(line)["epoch"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()
     ]
-    assert epochs == [1, 2, 3, 4, 5]
+    assert epochs == [0, 1, 2, 3, 4, 5]
 
 
 def test_resume_refuses_to_change_the_model(

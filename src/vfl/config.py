@@ -200,6 +200,8 @@ class TrainConfig:
         seed: Seeds model initialization and batch order.
         optimizer: Optimizer settings.
         checkpoint: Write a checkpoint after every epoch (for ``--resume``).
+        eval_at_start: Evaluate the untrained model first (epoch 0 of ``metrics.jsonl``), so that
+            curves and costs-to-target start from zero traffic.
     """
 
     epochs: int = 5
@@ -209,6 +211,7 @@ class TrainConfig:
     seed: int = 0
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     checkpoint: bool = True
+    eval_at_start: bool = True
 
     def __post_init__(self) -> None:
         check(self.epochs >= 1, "epochs", f"must be >= 1, got {self.epochs}")
@@ -232,6 +235,30 @@ class ProtocolConfig:
     """
 
     mode: Literal["vfl", "centralized"] = "vfl"
+
+
+TARGET_METRICS = ("", "test_accuracy", "test_loss", "test_f1", "test_auc")
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    """A metric value whose cost (rounds, bytes, time) the summary reports.
+
+    Attributes:
+        metric: ``test_accuracy``, ``test_loss`` (reached when at or below ``value``),
+            ``test_f1`` or ``test_auc`` (binary tasks); empty for no target.
+        value: The value to reach.
+    """
+
+    metric: str = ""
+    value: float = 0.0
+
+    def __post_init__(self) -> None:
+        check(
+            self.metric in TARGET_METRICS,
+            "metric",
+            f"must be one of {', '.join(map(repr, TARGET_METRICS))}; got {self.metric!r}",
+        )
 
 
 @dataclass(frozen=True)
@@ -258,6 +285,7 @@ class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
+    target: TargetConfig = field(default_factory=TargetConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
 
 

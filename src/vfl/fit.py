@@ -12,6 +12,7 @@ from tqdm import tqdm
 from vfl.errors import ConfigError
 from vfl.results import LEDGER, SUMMARY, RunDirectory
 from vfl.simulation import Simulation
+from vfl.summary import Target, summarize
 from vfl.transport.ledger import Ledger
 from vfl.wire import SPLIT_TEST
 
@@ -24,14 +25,19 @@ def fit(
     progress: bool = True,
     checkpoint: bool = True,
     resume: bool = False,
+    eval_at_start: bool = True,
+    target: Target | None = None,
 ) -> list[dict[str, Any]]:
     """Train for ``epochs`` epochs, evaluating on the test split after each.
 
     With a run directory, records go to ``metrics.jsonl`` and a checkpoint is written after every
     epoch; with ``resume``, training continues after the checkpoint's last completed epoch.
 
+    With ``eval_at_start``, a fresh run first records epoch 0: the untrained model, no traffic.
+    ``target`` adds rounds, bytes and time to reach a metric value to the summary.
+
     Returns:
-        One metrics record per epoch (all epochs, including resumed ones).
+        One metrics record per evaluation (all epochs, including resumed ones).
     """
     start_epoch, elapsed = 0, 0.0
     if resume:
@@ -44,6 +50,16 @@ def fit(
         run.truncate_metrics(start_epoch)
     records = run.read_metrics() if run is not None else []
     trainer = simulation.trainer
+    if eval_at_start and start_epoch == 0:
+        started = time.perf_counter()
+        metrics = trainer.evaluate(SPLIT_TEST)
+        elapsed += time.perf_counter() - started
+        record = _record(
+            -1, trainer.rounds, None, metrics, trainer.ledger, train_time=0.0, elapsed=elapsed
+        )
+        records.append(record)
+        if run is not None:
+            run.append_metrics(record)
     for epoch in range(start_epoch, epochs):
         started = time.perf_counter()
         with _RoundBar(epoch, epochs, len(trainer.sampler), progress) as bar:
@@ -75,7 +91,7 @@ def fit(
                     }
                 )
     if run is not None:
-        run.write_json(SUMMARY, summarize(records, trainer.ledger))
+        run.write_json(SUMMARY, summarize(records, target=target))
         if trainer.ledger is not None:
             trainer.ledger.write_csv(run.file(LEDGER))
     return records
@@ -111,7 +127,7 @@ class _RoundBar:
 def _record(
     epoch: int,
     rounds: int,
-    train_loss: float,
+    train_loss: float | None,
     metrics: dict[str, float],
     ledger: Ledger | None,
     *,
@@ -129,38 +145,10 @@ def _record(
     return record
 
 
-def summarize(records: list[dict[str, Any]], ledger: Ledger | None) -> dict[str, Any]:
-    """``summary.json``: final metrics, the best of each test metric, bytes, rounds and time."""
-    final = records[-1]
-    best: dict[str, dict[str, float]] = {}
-    for name in (k for k in final if k.startswith("test_")):
-        values = [(r[name], r["epoch"]) for r in records if not math.isnan(r[name])]
-        if not values:
-            continue
-        pick = min if name == "test_loss" else max
-        value, epoch = pick(values, key=lambda pair: pair[0])
-        best[name] = {"value": value, "epoch": epoch}
-    summary: dict[str, Any] = {
-        "epochs": final["epoch"],
-        "rounds": final["round"],
-        "final": {k: v for k, v in final.items() if k.startswith(("test_", "train_"))},
-        "best": best,
-        "wall_time": final["wall_time"],
-    }
-    if ledger is not None:
-        up, down = final["bytes_up"], final["bytes_down"]
-        summary["bytes"] = {
-            "train_up": up,
-            "train_down": down,
-            "train_total": up + down,
-            "eval_total": final["bytes_eval"],
-            "per_round": (up + down) / max(final["round"], 1),
-        }
-    return summary
-
-
 def _describe(record: dict[str, Any]) -> str:
-    parts = [f"epoch {record['epoch']}", f"train_loss {record['train_loss']:.4f}"]
+    parts = [f"epoch {record['epoch']}"]
+    if record["train_loss"] is not None:
+        parts.append(f"train_loss {record['train_loss']:.4f}")
     parts += [f"{k} {v:.4f}" for k, v in record.items() if k.startswith("test_")]
     if "bytes_up" in record:
         megabytes = (record["bytes_up"] + record["bytes_down"]) / 2**20

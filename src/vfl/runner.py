@@ -25,6 +25,7 @@ from vfl.optim import optimizer_factory
 from vfl.results import CONFIG, METRICS, PARTITION, SUMMARY, RunDirectory
 from vfl.seeding import derive_seed, torch_seed
 from vfl.simulation import Simulation, VerticalData, embedding_width, simulate, vertical_data
+from vfl.summary import Target
 
 SUBSAMPLE_SEED = 0
 """Subsamples (data.max_*_samples) do not depend on train.seed, so seeds vary only training."""
@@ -111,6 +112,11 @@ def default_run_dir(config: RunConfig, label: str) -> Path:
     return Path(config.output.dir) / name
 
 
+def target_of(config: RunConfig) -> Target | None:
+    """The configured target, if any."""
+    return Target(config.target.metric, config.target.value) if config.target.metric else None
+
+
 def run(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str, Any]:
     """Train as configured into ``run_dir`` (or continue it with ``resume``); returns the summary.
 
@@ -135,6 +141,10 @@ def run(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str, 
             progress=config.output.progress,
             checkpoint=config.train.checkpoint,
             resume=resume,
+            eval_at_start=config.train.eval_at_start,
+            target=Target(config.target.metric, config.target.value)
+            if config.target.metric
+            else None,
         )
     finally:
         simulation.trainer.close()

@@ -169,8 +169,8 @@ def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path: Path) -> N
     records = fit(resumed, epochs=4, run=run, progress=False, resume=True)  # type: ignore[arg-type]
 
     # Assert
-    assert [r["epoch"] for r in records] == [1, 2, 3, 4]
-    assert [r["epoch"] for r in run.read_metrics()] == [1, 2, 3, 4]
+    assert [r["epoch"] for r in records] == [0, 1, 2, 3, 4]
+    assert [r["epoch"] for r in run.read_metrics()] == [0, 1, 2, 3, 4]
     for a, b in zip(
         straight.parties[0].model.parameters(),  # type: ignore[attr-defined]
         resumed.parties[0].model.parameters(),
