@@ -42,7 +42,7 @@ def test_codes_that_do_not_fit_are_refused() -> None:
         pack_bits(np.array([8]), bits=3)
     with pytest.raises(ValueError, match="non-negative"):
         pack_bits(np.array([-1]), bits=3)
-    with pytest.raises(ValueError, match="bits must be in 1..64"):
+    with pytest.raises(ValueError, match=r"bits must be in 1\.\.64"):
         pack_bits(np.array([1]), bits=0)
 
 
