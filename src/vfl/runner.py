@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from torch import nn
 
 from vfl.config import RunConfig
@@ -22,10 +23,17 @@ from vfl.fit import fit
 from vfl.metrics import Task
 from vfl.models.build import build_bottom, build_head
 from vfl.optim import optimizer_factory
+from vfl.party import Party
+from vfl.protocol.sampler import BatchSampler
+from vfl.protocol.split import SplitLearning
 from vfl.results import CONFIG, METRICS, PARTITION, SUMMARY, RunDirectory
 from vfl.seeding import derive_seed, torch_seed
+from vfl.server import Server
 from vfl.simulation import Simulation, VerticalData, embedding_width, simulate, vertical_data
 from vfl.summary import Target
+from vfl.transport.base import PartyEndpoint, Transport
+from vfl.transport.inproc import InProcTransport
+from vfl.wire import SPLIT_TRAIN
 
 SUBSAMPLE_SEED = 0
 """Subsamples (data.max_*_samples) do not depend on train.seed, so seeds vary only training."""
@@ -75,25 +83,88 @@ def head_model(config: RunConfig, widths: Sequence[int], task: Task) -> nn.Modul
         return build_head(config.model.head, widths, task)
 
 
-def build_simulation(config: RunConfig, data: VerticalData) -> Simulation:
-    """Models seeded from ``train.seed`` and the configured protocol, in one process."""
-    bottoms = [
-        bottom_model(config, party, tuple(block.shape[1:]))
-        for party, block in enumerate(data.train_blocks, start=1)
-    ]
-    widths = [embedding_width(b, x) for b, x in zip(bottoms, data.train_blocks, strict=True)]
-    head = head_model(config, widths, data.task)
-    return simulate(
-        data,
-        bottoms=bottoms,
-        head=head,
-        optimizer=optimizer_factory(config.train.optimizer),
-        batch_size=config.train.batch_size,
-        eval_batch_size=config.train.eval_batch_size,
-        shuffle=config.train.shuffle,
-        seed=derive_seed(config.train.seed, "batches"),
-        centralized=config.protocol.mode == "centralized",
+def party_from_config(
+    config: RunConfig, party: int, train_block: torch.Tensor, test_block: torch.Tensor
+) -> Party:
+    """Party ``party`` as the config describes it: the same object in simulation and deployment."""
+    model = bottom_model(config, party, tuple(train_block.shape[1:]))
+    return Party(
+        party,
+        train_features=train_block,
+        test_features=test_block,
+        model=model,
+        optimizer=optimizer_factory(config.train.optimizer)(model.parameters()),
     )
+
+
+def server_from_config(
+    config: RunConfig,
+    *,
+    task: Task,
+    train_labels: torch.Tensor,
+    test_labels: torch.Tensor,
+    embedding_dims: Mapping[int, int],
+) -> Server:
+    """The server as the config describes it, for parties sending ``embedding_dims``."""
+    head = head_model(config, list(embedding_dims.values()), task)
+    return Server(
+        head=head,
+        task=task,
+        train_labels=train_labels,
+        test_labels=test_labels,
+        optimizer=optimizer_factory(config.train.optimizer)(head.parameters()),
+        embedding_dims=embedding_dims,
+    )
+
+
+def sampler_from_config(config: RunConfig, num_train: int) -> BatchSampler:
+    """The server's batch order."""
+    train = config.train
+    seed = derive_seed(train.seed, "batches")
+    return BatchSampler(num_train, train.batch_size, shuffle=train.shuffle, seed=seed)
+
+
+def trainer_from_config(config: RunConfig, server: Server, transport: Transport) -> SplitLearning:
+    """The server-side protocol loop over ``transport`` (in-process or network)."""
+    sampler = sampler_from_config(config, len(server.labels[SPLIT_TRAIN]))
+    return SplitLearning(server, transport, sampler, eval_batch_size=config.train.eval_batch_size)
+
+
+def build_simulation(config: RunConfig, data: VerticalData) -> Simulation:
+    """The configured protocol in one process, models seeded from ``train.seed``."""
+    if config.protocol.mode == "centralized":
+        bottoms = [
+            bottom_model(config, party, tuple(block.shape[1:]))
+            for party, block in enumerate(data.train_blocks, start=1)
+        ]
+        sizes = [embedding_width(b, x) for b, x in zip(bottoms, data.train_blocks, strict=True)]
+        return simulate(
+            data,
+            bottoms=bottoms,
+            head=head_model(config, sizes, data.task),
+            optimizer=optimizer_factory(config.train.optimizer),
+            batch_size=config.train.batch_size,
+            eval_batch_size=config.train.eval_batch_size,
+            shuffle=config.train.shuffle,
+            seed=derive_seed(config.train.seed, "batches"),
+            centralized=True,
+        )
+    parties = [
+        party_from_config(config, party, train, test)
+        for party, (train, test) in enumerate(
+            zip(data.train_blocks, data.test_blocks, strict=True), start=1
+        )
+    ]
+    widths = {p.party_id: embedding_width(p.model, p.features[SPLIT_TRAIN]) for p in parties}
+    server = server_from_config(
+        config,
+        task=data.task,
+        train_labels=data.train_labels,
+        test_labels=data.test_labels,
+        embedding_dims=widths,
+    )
+    transport = InProcTransport({p.party_id: PartyEndpoint(p.party_id, p.handle) for p in parties})
+    return Simulation(trainer_from_config(config, server, transport), parties)
 
 
 def prepare(config: RunConfig) -> tuple[Dataset, Partition, VerticalData]:
