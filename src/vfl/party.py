@@ -1,11 +1,14 @@
 """A party: one organisation's feature block, its bottom model and its optimizer.
 
-A party only ever answers the server. It never sees labels, other parties' features or other
-parties' embeddings in this protocol; it learns only d loss / d (its own embedding).
+With labels private to the server (the default), a party only ever learns d loss / d (its own
+embedding): it never sees labels, other parties' features or other parties' embeddings. With
+shared labels (C-VFL Algorithm 1) it also holds the labels, receives every party's stale
+compressed embedding and a compressed copy of the server model, and trains against them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -14,17 +17,66 @@ from torch import nn
 from vfl.checks import all_finite, id_bounds
 from vfl.data.dataset import check_finite
 from vfl.errors import DataError, ProtocolError, WireError
+from vfl.local import LocalSteps, gradient_steps, view_steps
+from vfl.metrics import Task
+from vfl.optim import LearningRateSchedule
+from vfl.pipeline import MessageSeeds, TensorCodec
 from vfl.wire import (
     SPLIT_TEST,
     SPLIT_TRAIN,
     Ack,
+    CompressedEmbedReply,
+    CompressedGradRequest,
     EmbedReply,
     EmbedRequest,
     EvalRequest,
     GradRequest,
     Message,
     Shutdown,
+    ViewBroadcast,
 )
+
+
+@dataclass
+class SharedLabels:
+    """What a party holds when labels are shared (C-VFL Algorithm 1).
+
+    Attributes:
+        labels: The training labels, ``(N,)``.
+        task: The task (loss).
+        head: A replica of the server model, refreshed from each round's broadcast.
+        widths: Every party's embedding width, by party id (to decode the broadcast).
+        embeddings: Decodes the other parties' embedding payloads.
+        server_model: Decodes the flattened server model.
+    """
+
+    labels: torch.Tensor
+    task: Task
+    head: nn.Module
+    widths: dict[int, int]
+    embeddings: TensorCodec
+    server_model: TensorCodec
+
+
+@dataclass
+class PartyOptions:
+    """How a party takes part in a protocol (the defaults are plain split learning).
+
+    Attributes:
+        steps: Local steps per round and the proximal weight.
+        uplink: Compresses this party's embedding (``None``: float32 ``EmbedReply``).
+        gradient: Decodes compressed gradients (``None``: float32 ``GradRequest``).
+        shared: Shared-labels state, or ``None`` when labels are private to the server.
+        seeds: Per-message seeds shared with the server.
+        learning_rate: Per-round learning rate, or ``None`` to keep the optimizer's.
+    """
+
+    steps: LocalSteps = field(default_factory=LocalSteps)
+    uplink: TensorCodec | None = None
+    gradient: TensorCodec | None = None
+    shared: SharedLabels | None = None
+    seeds: MessageSeeds = field(default_factory=lambda: MessageSeeds(0))
+    learning_rate: LearningRateSchedule | None = None
 
 
 class Party:
@@ -36,6 +88,7 @@ class Party:
         test_features: Its block of the test split, ``(N_test, ...)``.
         model: The bottom model, mapping a batch of its block to ``(B, P)`` embeddings.
         optimizer: Optimizer over ``model``'s parameters.
+        options: Protocol options (local steps, compression, shared labels).
     """
 
     def __init__(
@@ -46,6 +99,7 @@ class Party:
         test_features: torch.Tensor,
         model: nn.Module,
         optimizer: torch.optim.Optimizer,
+        options: PartyOptions | None = None,
     ) -> None:
         for name, block in (("train", train_features), ("test", test_features)):
             if not torch.is_floating_point(block):
@@ -57,15 +111,19 @@ class Party:
         self.features = {SPLIT_TRAIN: train_features, SPLIT_TEST: test_features}
         self.model = model
         self.optimizer = optimizer
-        self._pending: tuple[int, torch.Tensor] | None = None
+        self.options = options or PartyOptions()
+        self._pending: _Pending | None = None
         self._last_round = -1
+        self._scores: torch.Tensor | None = None  # |d loss / d H| per column, for top-k
 
     def handle(self, message: Message) -> Message:
         """Answer one request from the server."""
         if isinstance(message, EmbedRequest):
             return self._embed(message)
-        if isinstance(message, GradRequest):
+        if isinstance(message, GradRequest | CompressedGradRequest):
             return self._apply_grad(message)
+        if isinstance(message, ViewBroadcast):
+            return self._apply_view(message)
         if isinstance(message, EvalRequest):
             return self._evaluate(message)
         if isinstance(message, Shutdown):
@@ -73,42 +131,100 @@ class Party:
             return Ack(round=message.round)
         raise ProtocolError(f"party {self.party_id} cannot handle {type(message).__name__}")
 
-    def _embed(self, request: EmbedRequest) -> EmbedReply:
+    def _embed(self, request: EmbedRequest) -> EmbedReply | CompressedEmbedReply:
         if request.round <= self._last_round:
             raise WireError(
-                f"party {self.party_id}: embed request for round {request.round}"
-                f" after round {self._last_round} (stale or replayed)"
+                f"party {self.party_id}: embed request for round {request.round} after round"
+                f" {self._last_round} (stale or replayed)"
             )
         ids = self._check_ids(request.ids, SPLIT_TRAIN)
         self._last_round = request.round
         if not self.model.training:
             self.model.train()
+        if self.options.learning_rate is not None:
+            self.options.learning_rate.apply(self.optimizer, request.round)
         embedding = self.model(self.features[SPLIT_TRAIN][ids])  # (B, P)
-        self._pending = (request.round, embedding)
-        return EmbedReply(round=request.round, embedding=embedding.detach())
+        self._pending = _Pending(request.round, ids, embedding)
+        uplink = self.options.uplink
+        if uplink is None:
+            return EmbedReply(round=request.round, embedding=embedding.detach())
+        seed = self.options.seeds.for_message("embedding", request.round, self.party_id)
+        payload = uplink.encode(embedding.detach(), seed=seed, scores=self._scores)
+        return CompressedEmbedReply(round=request.round, payload=payload)
 
-    def _apply_grad(self, request: GradRequest) -> Ack:
-        if self._pending is None or self._pending[0] != request.round:
-            expected = "none pending" if self._pending is None else f"round {self._pending[0]}"
+    def _take_pending(self, message: Message) -> _Pending:
+        pending = self._pending
+        if pending is None or pending.round != message.round:
+            expected = "none pending" if pending is None else f"round {pending.round}"
             raise WireError(
-                f"party {self.party_id}: gradient for round {request.round} but {expected}"
+                f"party {self.party_id}: {type(message).__name__} for round {message.round} but"
+                f" {expected}"
             )
-        _, embedding = self._pending
-        if request.grad.shape != embedding.shape or request.grad.dtype != embedding.dtype:
+        self._pending = None
+        return pending
+
+    def _apply_grad(self, request: GradRequest | CompressedGradRequest) -> Ack:
+        pending = self._take_pending(request)
+        grad = self._received_grad(request, pending)
+        self._scores = grad.abs().mean(dim=0)
+        gradient_steps(
+            self.model,
+            self.optimizer,
+            inputs=self.features[SPLIT_TRAIN][pending.ids],
+            grad=grad,
+            first_embedding=pending.embedding,
+            steps=self.options.steps,
+        )
+        return Ack(round=request.round)
+
+    def _received_grad(
+        self, request: GradRequest | CompressedGradRequest, pending: _Pending
+    ) -> torch.Tensor:
+        shape = tuple(pending.embedding.shape)
+        if isinstance(request, CompressedGradRequest):
+            if self.options.gradient is None:
+                raise WireError(f"party {self.party_id} expects uncompressed gradients")
+            seed = self.options.seeds.for_message("gradient", request.round, self.party_id)
+            grad = self.options.gradient.decode(request.payload, shape=shape, seed=seed)
+        else:
+            grad = request.grad
+        if tuple(grad.shape) != shape or grad.dtype != pending.embedding.dtype:
             raise WireError(
-                f"party {self.party_id}: gradient of shape {tuple(request.grad.shape)}"
-                f" ({request.grad.dtype}) for an embedding of shape"
-                f" {tuple(embedding.shape)} ({embedding.dtype})"
+                f"party {self.party_id}: gradient of shape {tuple(grad.shape)} ({grad.dtype}) for"
+                f" an embedding of shape {shape} ({pending.embedding.dtype})"
             )
-        if not all_finite(request.grad):
+        if not all_finite(grad):
             raise WireError(
                 f"party {self.party_id}: gradient for round {request.round} holds non-finite values"
             )
-        self.optimizer.zero_grad(set_to_none=True)
-        torch.autograd.backward(embedding, request.grad)
-        self.optimizer.step()
-        self._pending = None
-        return Ack(round=request.round)
+        return grad
+
+    def _apply_view(self, broadcast: ViewBroadcast) -> Ack:
+        shared = self.options.shared
+        if shared is None:
+            raise ProtocolError(f"party {self.party_id} holds no labels: it cannot use a view")
+        pending = self._take_pending(broadcast)
+        view = decode_view(
+            shared, broadcast, self.options.seeds, batch=len(pending.ids), own=self.party_id
+        )
+        seed = self.options.seeds.for_message("server_model", broadcast.round, 0)
+        load_vector(shared.head, shared.server_model, broadcast.server_model, seed)
+
+        def keep_scores(grad: torch.Tensor) -> None:
+            self._scores = grad.abs().mean(dim=0)
+
+        view_steps(
+            self.model,
+            self.optimizer,
+            inputs=self.features[SPLIT_TRAIN][pending.ids],
+            view=view,
+            head=shared.head,
+            labels=shared.labels[pending.ids],
+            task=shared.task,
+            steps=self.options.steps,
+            on_embedding_grad=keep_scores,
+        )
+        return Ack(round=broadcast.round)
 
     @torch.no_grad()
     def _evaluate(self, request: EvalRequest) -> EmbedReply:
@@ -127,8 +243,8 @@ class Party:
         rows = len(self.features[split])
         if ids.dtype != torch.int64 or ids.ndim != 1 or len(ids) == 0:
             raise WireError(
-                f"party {self.party_id}: ids must be a non-empty 1-D int64 tensor,"
-                f" got shape {tuple(ids.shape)} ({ids.dtype})"
+                f"party {self.party_id}: ids must be a non-empty 1-D int64 tensor, got shape"
+                f" {tuple(ids.shape)} ({ids.dtype})"
             )
         low, high = id_bounds(ids)
         if low < 0 or high >= rows:
@@ -143,6 +259,7 @@ class Party:
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "last_round": self._last_round,
+            "scores": self._scores,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -150,4 +267,40 @@ class Party:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self._last_round = int(state["last_round"])
+        self._scores = state.get("scores")
         self._pending = None
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """The round a party has embedded and is waiting to update on."""
+
+    round: int
+    ids: torch.Tensor
+    embedding: torch.Tensor  # with its graph, for the first local step
+
+
+def decode_view(
+    shared: SharedLabels, broadcast: ViewBroadcast, seeds: MessageSeeds, *, batch: int, own: int
+) -> list[torch.Tensor | None]:
+    """The stale embeddings of every party in a broadcast (``None`` in this party's place)."""
+    if len(broadcast.embeddings) != len(shared.widths):
+        raise WireError(
+            f"view holds {len(broadcast.embeddings)} embeddings for {len(shared.widths)} parties"
+        )
+    view: list[torch.Tensor | None] = []
+    for (party, width), payload in zip(shared.widths.items(), broadcast.embeddings, strict=True):
+        if party == own:
+            view.append(None)
+            continue
+        seed = seeds.for_message("embedding", broadcast.round, party)
+        view.append(shared.embeddings.decode(payload, shape=(batch, width), seed=seed))
+    return view
+
+
+def load_vector(module: nn.Module, codec: TensorCodec, payload: bytes, seed: int) -> None:
+    """Overwrite ``module``'s parameters with a decoded flat parameter vector."""
+    count = sum(p.numel() for p in module.parameters())
+    vector = codec.decode(payload, shape=(count,), seed=seed)
+    with torch.no_grad():
+        nn.utils.vector_to_parameters(vector, module.parameters())

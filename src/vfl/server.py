@@ -10,6 +10,7 @@ from torch import nn
 
 from vfl.checks import all_finite
 from vfl.errors import DataError, WireError
+from vfl.local import LocalSteps, descend, snapshot
 from vfl.metrics import Task
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
 
@@ -56,21 +57,51 @@ class Server:
         return tuple(self.embedding_dims)
 
     def train_step(
-        self, ids: torch.Tensor, embeddings: Mapping[int, torch.Tensor]
+        self,
+        ids: torch.Tensor,
+        embeddings: Mapping[int, torch.Tensor],
+        steps: LocalSteps | None = None,
     ) -> tuple[float, dict[int, torch.Tensor]]:
-        """One SGD step of the head; returns the loss and d loss / d embedding per party."""
+        """Q head steps on the (stale) embeddings; returns the first loss and its input grads.
+
+        The gradients d loss / d embedding are those of the first step, taken at the head the
+        round started with: what the parties receive. Later steps (Q > 1) reuse the same
+        embeddings, as FedBCD's and C-VFL's local iterations do.
+        """
+        steps = steps or LocalSteps()
         inputs = [e.detach().requires_grad_(True) for e in self._ordered(embeddings, len(ids))]
+        labels = self.labels[SPLIT_TRAIN][ids]
         if not self.head.training:
             self.head.train()
-        loss = self.task.loss(self.head(inputs), self.labels[SPLIT_TRAIN][ids])
-        self.optimizer.zero_grad(set_to_none=True)
-        torch.autograd.backward(loss)
-        self.optimizer.step()
+        losses: list[float] = []
+        anchor = snapshot(self.head) if steps.proximal_mu > 0 else None
+
+        def objective() -> tuple[torch.Tensor, None]:
+            loss = self.task.loss(self.head(inputs), labels)
+            losses.append(float(loss.detach()))
+            return loss, None
+
+        descend(
+            self.head, self.optimizer, [objective], proximal_mu=steps.proximal_mu, anchor=anchor
+        )
         grads = {}
         for party, embedding in zip(self.party_ids, inputs, strict=True):
             assert embedding.grad is not None  # every embedding feeds the head
             grads[party] = embedding.grad
-        return float(loss.detach()), grads
+            embedding.requires_grad_(False)
+        if steps.count > 1:
+            descend(
+                self.head,
+                self.optimizer,
+                [objective] * (steps.count - 1),
+                proximal_mu=steps.proximal_mu,
+                anchor=anchor,
+            )
+        return losses[0], grads
+
+    def parameter_vector(self) -> torch.Tensor:
+        """The head's parameters as one flat vector (what C_0 compresses)."""
+        return nn.utils.parameters_to_vector(self.head.parameters()).detach()
 
     @torch.no_grad()
     def predict(self, embeddings: Mapping[int, torch.Tensor], batch: int) -> torch.Tensor:

@@ -135,7 +135,7 @@ def test_a_replayed_embed_request_is_refused_by_the_party() -> None:
         party.handle(EmbedRequest(round=0, ids=torch.arange(4)))
     with pytest.raises(Exception, match=r"ids must lie in \[0, 63\]"):
         party.handle(EmbedRequest(round=99, ids=torch.tensor([64])))
-    with pytest.raises(Exception, match="gradient for round 5 but none pending"):
+    with pytest.raises(Exception, match="GradRequest for round 5 but none pending"):
         party.handle(GradRequest(round=5, grad=torch.zeros(1, 4)))
 
 

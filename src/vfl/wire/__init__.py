@@ -5,11 +5,14 @@ from vfl.wire.messages import (
     SPLIT_TEST,
     SPLIT_TRAIN,
     Ack,
+    CompressedEmbedReply,
+    CompressedGradRequest,
     EmbedReply,
     EmbedRequest,
     EvalRequest,
     GradRequest,
     Shutdown,
+    ViewBroadcast,
 )
 from vfl.wire.schema import SERVER_ID, Message, kind_name, register
 
@@ -19,6 +22,8 @@ __all__ = [
     "SPLIT_TEST",
     "SPLIT_TRAIN",
     "Ack",
+    "CompressedEmbedReply",
+    "CompressedGradRequest",
     "EmbedReply",
     "EmbedRequest",
     "EvalRequest",
@@ -26,6 +31,7 @@ __all__ = [
     "GradRequest",
     "Message",
     "Shutdown",
+    "ViewBroadcast",
     "decode",
     "encode",
     "kind_name",

@@ -207,6 +207,25 @@ class TensorListCodec(FieldCodec):
         return tuple(self._tensor.decode(reader) for _ in range(count))
 
 
+class BytesListCodec(FieldCodec):
+    """A sequence of byte strings: a u32 count, then each as ``bytes``."""
+
+    _bytes = BytesCodec()
+
+    def encode(self, value: Any, out: list[bytes]) -> None:
+        """Append the encoding of ``value`` to ``out``."""
+        out.append(_U32.pack(len(value)))
+        for item in value:
+            self._bytes.encode(item, out)
+
+    def decode(self, reader: Reader) -> tuple[bytes, ...]:
+        """Read one value."""
+        (count,) = reader.unpack(_U32)
+        if count > reader.remaining // _U32.size:
+            raise WireError(f"byte-string list claims {count} items, more than the bytes allow")
+        return tuple(self._bytes.decode(reader) for _ in range(count))
+
+
 # Annotation strings (messages use ``from __future__ import annotations``) to codecs.
 CODECS_BY_ANNOTATION: dict[str, FieldCodec] = {
     "int": IntCodec(),
@@ -216,4 +235,5 @@ CODECS_BY_ANNOTATION: dict[str, FieldCodec] = {
     "torch.Tensor": TensorCodec(),
     "Tensor": TensorCodec(),
     "tuple[torch.Tensor, ...]": TensorListCodec(),
+    "tuple[bytes, ...]": BytesListCodec(),
 }

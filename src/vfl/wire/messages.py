@@ -68,3 +68,41 @@ class EvalRequest(Message):
 @dataclass(frozen=True)
 class Shutdown(Message):
     """Server to party: training is over; release resources."""
+
+
+# Kinds 10-19: compressed exchanges and local iterations (C-VFL, FedBCD, LVFL).
+
+
+@register(kind=10)
+@dataclass(frozen=True)
+class CompressedEmbedReply(Message):
+    """Party to server: the round's embedding, compressed; the payload layout is the compressor's.
+
+    The server knows the shape ``(B, P)`` from the request and the party, and derives the
+    compressor's dither seed from the round and the sender, so the payload carries neither.
+    """
+
+    payload: bytes
+
+
+@register(kind=11)
+@dataclass(frozen=True)
+class CompressedGradRequest(Message):
+    """Server to party: d loss / d embedding for the round, compressed; take the local steps."""
+
+    payload: bytes
+
+
+@register(kind=12)
+@dataclass(frozen=True)
+class ViewBroadcast(Message):
+    """Server to party (shared labels, C-VFL Algorithm 1): the round's stale compressed view.
+
+    Attributes:
+        embeddings: Every party's compressed embedding payload as received, in party order (the
+            receiver's own included, as the paper's cost model counts it).
+        server_model: The server model's parameters, flattened and compressed with C_0.
+    """
+
+    embeddings: tuple[bytes, ...]
+    server_model: bytes

@@ -1,0 +1,160 @@
+"""Local iterations: the steps a role takes on one mini-batch between two exchanges.
+
+FedBCD (Liu et al., Algorithm 2) and C-VFL (Castiglia et al., Algorithm 1) both let every role
+take Q steps on the round's mini-batch with stale information from the other roles:
+
+- ``gradient_steps``: labels private to the server. The party holds d loss / d H from the
+  exchange and back-propagates it through its *current* model at every step (spec
+  fedbcd-lvfl.md section 1.4, the default choice: labels never leave the server).
+- ``view_steps``: labels shared (C-VFL Algorithm 1, or FedBCD's exact partial gradient at the
+  stale point): the party holds the other parties' stale compressed embeddings and a stale copy
+  of the server model, recomputes its own embedding, and descends the real loss.
+
+Both add FedPBCD's proximal term mu/2 * ||theta - theta_sync||^2 (Liu et al., eq. 15) when
+``proximal_mu > 0``, with theta_sync the parameters at the start of the round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from vfl.metrics import Task
+
+
+@dataclass(frozen=True)
+class LocalSteps:
+    """How many steps a role takes per round and with which proximal weight.
+
+    Attributes:
+        count: Q, the local iterations per exchange (>= 1).
+        proximal_mu: mu of the proximal term (0 disables it).
+    """
+
+    count: int = 1
+    proximal_mu: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise ValueError(f"local steps must be >= 1, got {self.count}")
+        if self.proximal_mu < 0:
+            raise ValueError(f"proximal_mu must be >= 0, got {self.proximal_mu}")
+
+
+Closure = Callable[[], tuple[torch.Tensor, torch.Tensor | None]]
+"""Computes, from the current parameters, what to back-propagate: an output with a graph and
+the gradient to seed it with (``None`` for a scalar loss)."""
+
+
+def snapshot(model: nn.Module) -> list[torch.Tensor]:
+    """Detached copies of ``model``'s parameters (theta_sync of the proximal term)."""
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def descend(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    objectives: Sequence[Closure],
+    *,
+    proximal_mu: float = 0.0,
+    anchor: list[torch.Tensor] | None = None,
+) -> None:
+    """Take one optimizer step per objective, adding the proximal gradient if asked.
+
+    ``anchor`` is theta_sync; by default the parameters before the first of these steps.
+    """
+    if proximal_mu == 0:
+        anchor = []
+    elif anchor is None:
+        anchor = snapshot(model)
+    for objective in objectives:
+        optimizer.zero_grad(set_to_none=True)
+        output, seed = objective()
+        torch.autograd.backward(output, seed)
+        for param, start in zip(model.parameters(), anchor, strict=False):
+            if param.grad is not None:
+                param.grad.add_(param.detach() - start, alpha=proximal_mu)
+        optimizer.step()
+
+
+def gradient_steps(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    *,
+    inputs: torch.Tensor,
+    grad: torch.Tensor,
+    first_embedding: torch.Tensor | None,
+    steps: LocalSteps,
+) -> None:
+    """Q steps that back-propagate the stale ``grad`` (B, P) through the current model.
+
+    The first step reuses ``first_embedding`` (the graph kept from the upload), so Q = 1 is
+    exactly split learning's update; later steps recompute the embedding of the same ``inputs``.
+    """
+    state = {"first": first_embedding}
+
+    def objective() -> tuple[torch.Tensor, torch.Tensor]:
+        embedding = state.pop("first", None)
+        if embedding is None:
+            embedding = model(inputs)
+        return embedding, grad  # backward gives J^T g: the chain rule with a stale g
+
+    descend(model, optimizer, [objective] * steps.count, proximal_mu=steps.proximal_mu)
+
+
+def view_steps(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    *,
+    inputs: torch.Tensor,
+    view: Sequence[torch.Tensor | None],
+    head: nn.Module,
+    labels: torch.Tensor,
+    task: Task,
+    steps: LocalSteps,
+    on_embedding_grad: Callable[[torch.Tensor], None] | None = None,
+) -> float:
+    """Q steps on the real loss with the other blocks of ``view`` frozen (C-VFL Algorithm 1).
+
+    Args:
+        model: This party's bottom model.
+        optimizer: Its optimizer.
+        inputs: This party's features of the round's batch.
+        view: The stale embeddings of every party in order, with ``None`` where this party's own
+            fresh embedding goes.
+        head: The stale (decompressed) server model; its parameters are not updated.
+        labels: The batch's labels (labels are shared in this mode).
+        task: The task (loss).
+        steps: Q and the proximal weight.
+        on_embedding_grad: Called with d loss / d (own embedding) after each step (e.g. to keep
+            top-k selection scores).
+
+    Returns:
+        The loss of the last step.
+    """
+    losses: list[float] = []
+
+    def objective() -> tuple[torch.Tensor, None]:
+        own = model(inputs)
+        if on_embedding_grad is not None:
+            own.register_hook(_observer(on_embedding_grad))
+        embeddings = [own if block is None else block for block in view]
+        loss = task.loss(head(embeddings), labels)
+        losses.append(float(loss.detach()))
+        return loss, None
+
+    head.requires_grad_(False)
+    descend(model, optimizer, [objective] * steps.count, proximal_mu=steps.proximal_mu)
+    return losses[-1]
+
+
+def _observer(callback: Callable[[torch.Tensor], None]) -> Callable[[torch.Tensor], None]:
+    """A tensor hook that shows the gradient to ``callback`` and leaves it unchanged."""
+
+    def hook(grad: torch.Tensor) -> None:
+        callback(grad.detach())
+
+    return hook

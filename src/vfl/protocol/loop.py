@@ -1,0 +1,189 @@
+"""What every server-side protocol loop shares: batches, exchanges, evaluation, state."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import torch
+
+from vfl.errors import WireError
+from vfl.local import LocalSteps
+from vfl.metrics import evaluate_logits
+from vfl.optim import LearningRateSchedule
+from vfl.pipeline import MessageSeeds, TensorCodec
+from vfl.protocol.base import RoundCallback
+from vfl.protocol.sampler import BatchSampler, chunks
+from vfl.server import Server
+from vfl.transport.base import Transport
+from vfl.transport.ledger import Ledger, Phase
+from vfl.wire import (
+    CompressedEmbedReply,
+    EmbedReply,
+    EvalRequest,
+    Message,
+    Shutdown,
+)
+
+R = TypeVar("R", bound=Message)
+
+
+@dataclass(frozen=True)
+class Links:
+    """The codecs on each link; ``None`` sends float32 tensors as they are.
+
+    Attributes:
+        embedding: Parties' embeddings to the server (C_1..C_M).
+        gradient: Gradients from the server to the parties (labels private).
+        server_model: The server model to the parties (C_0; labels shared).
+    """
+
+    embedding: TensorCodec | None = None
+    gradient: TensorCodec | None = None
+    server_model: TensorCodec | None = None
+
+
+@dataclass(frozen=True)
+class LoopOptions:
+    """Server-side protocol options.
+
+    Attributes:
+        steps: Q and the proximal weight for the server's own steps.
+        links: The codecs.
+        seeds: Per-message seeds shared with the parties.
+        learning_rate: Per-round learning rate, or ``None`` to keep the optimizer's.
+    """
+
+    steps: LocalSteps = field(default_factory=LocalSteps)
+    links: Links = field(default_factory=Links)
+    seeds: MessageSeeds = field(default_factory=lambda: MessageSeeds(0))
+    learning_rate: LearningRateSchedule | None = None
+
+
+class ServerLoop:
+    """Base of the server-side loops: subclasses implement ``train_round``.
+
+    Args:
+        server: The label holder.
+        transport: Reaches the parties (in-process or over the network).
+        sampler: Batch order.
+        eval_batch_size: Samples per evaluation request.
+        options: Local steps, codecs, seeds, learning-rate schedule.
+    """
+
+    def __init__(
+        self,
+        server: Server,
+        transport: Transport,
+        sampler: BatchSampler,
+        *,
+        eval_batch_size: int,
+        options: LoopOptions | None = None,
+    ) -> None:
+        server.check_parties(transport.party_ids)
+        self.server = server
+        self.transport = transport
+        self.sampler = sampler
+        self.eval_batch_size = eval_batch_size
+        self.options = options or LoopOptions()
+        self.rounds = 0
+
+    @property
+    def ledger(self) -> Ledger:
+        """The transport's communication ledger."""
+        return self.transport.ledger
+
+    def train_round(self, ids: torch.Tensor) -> float:
+        """One round on the batch ``ids``; returns a training loss."""
+        raise NotImplementedError
+
+    def train_epoch(self, epoch: int, *, on_round: RoundCallback | None = None) -> float:
+        """Run one epoch of rounds; returns the mean training loss."""
+        total = 0.0
+        batches = self.sampler.epoch(epoch)
+        for ids in batches:
+            if self.options.learning_rate is not None:
+                self.options.learning_rate.apply(self.server.optimizer, self.rounds)
+            loss = self.train_round(ids)
+            self.rounds += 1
+            total += loss
+            if on_round is not None:
+                on_round(loss)
+        return total / len(batches)
+
+    def decode_embeddings(
+        self, replies: Mapping[int, Message], batch: int
+    ) -> dict[int, torch.Tensor]:
+        """The embeddings in the parties' replies, decompressed where they were compressed."""
+        embeddings = {}
+        codec = self.options.links.embedding
+        for party, reply in replies.items():
+            if isinstance(reply, EmbedReply) and codec is None:
+                embeddings[party] = reply.embedding
+            elif isinstance(reply, CompressedEmbedReply) and codec is not None:
+                seed = self.options.seeds.for_message("embedding", reply.round, party)
+                shape = (batch, self.server.embedding_dims[party])
+                embeddings[party] = codec.decode(reply.payload, shape=shape, seed=seed)
+            else:
+                expected = "EmbedReply" if codec is None else "CompressedEmbedReply"
+                raise WireError(
+                    f"party {party} answered {type(reply).__name__}, expected {expected}"
+                )
+        return embeddings
+
+    def evaluate(self, split: int) -> dict[str, float]:
+        """Loss and accuracy (plus F1 and AUC for binary tasks) on a whole split.
+
+        Evaluation embeddings travel as float32, uncompressed (ledger phase ``eval``).
+        """
+        labels = self.server.labels[split]
+        logits = []
+        for ids in chunks(len(labels), self.eval_batch_size):
+            request = {
+                p: EvalRequest(round=self.rounds, ids=ids, split=split)
+                for p in self.server.party_ids
+            }
+            replies = self.ask(request, EmbedReply, "eval")
+            embeddings = {p: m.embedding for p, m in replies.items()}
+            logits.append(self.server.predict(embeddings, len(ids)))
+        return evaluate_logits(self.server.task, torch.cat(logits), labels)
+
+    def ask(
+        self,
+        messages: Mapping[int, Message],
+        expected: type[R] | tuple[type[R], ...],
+        phase: Phase,
+    ) -> dict[int, R]:
+        """Send ``messages``, stop on any failure, and check the replies' types."""
+        exchange = self.transport.request(messages, phase=phase)
+        exchange.raise_failures()
+        replies: dict[int, R] = {}
+        for party, reply in exchange.replies.items():
+            if not isinstance(reply, expected):
+                raise WireError(
+                    f"party {party} answered {type(reply).__name__}, expected {expected}"
+                )
+            replies[party] = reply
+        return replies
+
+    def state_dict(self) -> dict[str, Any]:
+        """Server state, round counter and ledger."""
+        return {
+            "server": self.server.state_dict(),
+            "rounds": self.rounds,
+            "ledger": self.ledger.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore from ``state_dict``."""
+        self.server.load_state_dict(state["server"])
+        self.rounds = int(state["rounds"])
+        self.ledger.load_state_dict(state["ledger"])
+
+    def close(self) -> None:
+        """Tell every party training is over."""
+        self.transport.request(
+            {p: Shutdown(round=self.rounds) for p in self.server.party_ids}, phase="setup"
+        )
+        self.transport.close()

@@ -1,0 +1,46 @@
+"""C-VFL Algorithm 1: labels shared, Q local iterations on stale compressed views.
+
+Castiglia et al. (ICML 2022), Algorithm 1 (spec cvfl.md section 2.1). Every round:
+
+1. the server picks the batch; every party uploads C_m(h_m(theta_m; X_m^B));
+2. the server forms Phi_hat = {C_0(theta_0), C_1(H_1), ..., C_M(H_M)} and sends it to every party
+   (each party's own compressed embedding included, as the paper's cost model counts it; the
+   payloads are forwarded as received, so no embedding is compressed twice);
+3. every party takes Q steps with its own FRESH embedding, the others' stale compressed ones and
+   the stale compressed server model; the server takes Q steps on theta_0 with the stale
+   compressed embeddings. All roles use the round's batch for all Q steps.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from vfl.errors import ConfigError
+from vfl.protocol.loop import ServerLoop
+from vfl.wire import Ack, CompressedEmbedReply, EmbedRequest, ViewBroadcast
+
+
+class SharedLabelsTraining(ServerLoop):
+    """The server-side loop of C-VFL Algorithm 1 (parallel local iterations)."""
+
+    def train_round(self, ids: torch.Tensor) -> float:
+        """One round: uploads, the broadcast of the stale view, Q steps everywhere."""
+        links = self.options.links
+        if links.embedding is None or links.server_model is None:
+            raise ConfigError("shared labels need an embedding codec and a server-model codec")
+        r = self.rounds
+        parties = self.server.party_ids
+        replies = self.ask(
+            {p: EmbedRequest(round=r, ids=ids) for p in parties}, CompressedEmbedReply, "train"
+        )
+        embeddings = self.decode_embeddings(replies, len(ids))
+        seed = self.options.seeds.for_message("server_model", r, 0)
+        model_payload = links.server_model.encode(self.server.parameter_vector(), seed=seed)
+        broadcast = ViewBroadcast(
+            round=r,
+            embeddings=tuple(replies[p].payload for p in parties),
+            server_model=model_payload,
+        )
+        self.ask(dict.fromkeys(parties, broadcast), Ack, "train")
+        loss, _ = self.server.train_step(ids, embeddings, self.options.steps)
+        return loss
