@@ -149,7 +149,9 @@ class Party:
         if uplink is None:
             return EmbedReply(round=request.round, embedding=embedding.detach())
         seed = self.options.seeds.for_message("embedding", request.round, self.party_id)
-        payload = uplink.encode(embedding.detach(), seed=seed, scores=self._scores)
+        payload = uplink.encode(
+            embedding.detach(), seed=seed, round_=request.round, scores=self._scores
+        )
         return CompressedEmbedReply(round=request.round, payload=payload)
 
     def _take_pending(self, message: Message) -> _Pending:
@@ -185,7 +187,9 @@ class Party:
             if self.options.gradient is None:
                 raise WireError(f"party {self.party_id} expects uncompressed gradients")
             seed = self.options.seeds.for_message("gradient", request.round, self.party_id)
-            grad = self.options.gradient.decode(request.payload, shape=shape, seed=seed)
+            grad = self.options.gradient.decode(
+                request.payload, shape=shape, seed=seed, round_=request.round
+            )
         else:
             grad = request.grad
         if tuple(grad.shape) != shape or grad.dtype != pending.embedding.dtype:
@@ -208,7 +212,7 @@ class Party:
             shared, broadcast, self.options.seeds, batch=len(pending.ids), own=self.party_id
         )
         seed = self.options.seeds.for_message("server_model", broadcast.round, 0)
-        load_vector(shared.head, shared.server_model, broadcast.server_model, seed)
+        load_vector(shared.head, shared.server_model, broadcast.server_model, seed, broadcast.round)
 
         def keep_scores(grad: torch.Tensor) -> None:
             self._scores = grad.abs().mean(dim=0)
@@ -294,13 +298,19 @@ def decode_view(
             view.append(None)
             continue
         seed = seeds.for_message("embedding", broadcast.round, party)
-        view.append(shared.embeddings.decode(payload, shape=(batch, width), seed=seed))
+        view.append(
+            shared.embeddings.decode(
+                payload, shape=(batch, width), seed=seed, round_=broadcast.round
+            )
+        )
     return view
 
 
-def load_vector(module: nn.Module, codec: TensorCodec, payload: bytes, seed: int) -> None:
+def load_vector(
+    module: nn.Module, codec: TensorCodec, payload: bytes, seed: int, round_: int
+) -> None:
     """Overwrite ``module``'s parameters with a decoded flat parameter vector."""
     count = sum(p.numel() for p in module.parameters())
-    vector = codec.decode(payload, shape=(count,), seed=seed)
+    vector = codec.decode(payload, shape=(count,), seed=seed, round_=round_)
     with torch.no_grad():
         nn.utils.vector_to_parameters(vector, module.parameters())

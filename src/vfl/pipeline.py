@@ -18,12 +18,16 @@ from vfl.seeding import derive_seed
 class TensorCodec(Protocol):
     """Encodes tensors of a known shape to payload bytes and back."""
 
-    def encode(self, x: torch.Tensor, *, seed: int, scores: torch.Tensor | None = None) -> bytes:
-        """The payload for ``x``; ``scores`` may steer selection (top-k by gradient)."""
+    def encode(
+        self, x: torch.Tensor, *, seed: int, round_: int, scores: torch.Tensor | None = None
+    ) -> bytes:
+        """The payload for ``x`` in round ``round_``; ``scores`` may steer top-k selection."""
         ...
 
-    def decode(self, payload: bytes, *, shape: tuple[int, ...], seed: int) -> torch.Tensor:
-        """The (float32) tensor of ``shape`` a payload stands for; ``WireError`` if malformed."""
+    def decode(
+        self, payload: bytes, *, shape: tuple[int, ...], seed: int, round_: int
+    ) -> torch.Tensor:
+        """The float32 tensor of ``shape`` a payload stands for; ``WireError`` if malformed."""
         ...
 
 

@@ -124,7 +124,9 @@ class ServerLoop:
             elif isinstance(reply, CompressedEmbedReply) and codec is not None:
                 seed = self.options.seeds.for_message("embedding", reply.round, party)
                 shape = (batch, self.server.embedding_dims[party])
-                embeddings[party] = codec.decode(reply.payload, shape=shape, seed=seed)
+                embeddings[party] = codec.decode(
+                    reply.payload, shape=shape, seed=seed, round_=reply.round
+                )
             else:
                 expected = "EmbedReply" if codec is None else "CompressedEmbedReply"
                 raise WireError(

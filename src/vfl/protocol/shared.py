@@ -35,7 +35,9 @@ class SharedLabelsTraining(ServerLoop):
         )
         embeddings = self.decode_embeddings(replies, len(ids))
         seed = self.options.seeds.for_message("server_model", r, 0)
-        model_payload = links.server_model.encode(self.server.parameter_vector(), seed=seed)
+        model_payload = links.server_model.encode(
+            self.server.parameter_vector(), seed=seed, round_=r
+        )
         broadcast = ViewBroadcast(
             round=r,
             embeddings=tuple(replies[p].payload for p in parties),

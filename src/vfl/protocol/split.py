@@ -47,4 +47,5 @@ class SplitLearning(ServerLoop):
         if codec is None:
             return GradRequest(round=round_, grad=grad)
         seed = self.options.seeds.for_message("gradient", round_, party)
-        return CompressedGradRequest(round=round_, payload=codec.encode(grad, seed=seed))
+        payload = codec.encode(grad, seed=seed, round_=round_)
+        return CompressedGradRequest(round=round_, payload=payload)
