@@ -173,6 +173,8 @@ class OptimizerConfig:
         weight_decay: L2 penalty.
         fused: Use torch's fused update kernels (one kernel per parameter tensor instead of a
             Python loop of elementwise ops); the same update up to float rounding, and faster.
+        lr_schedule: ``constant``, or ``inverse_sqrt``: ``lr / sqrt(t + 1)`` in round ``t``
+            (FedBCD's step size; constant within a round).
     """
 
     name: Literal["sgd", "adam"] = "adam"
@@ -180,6 +182,7 @@ class OptimizerConfig:
     momentum: float = 0.0
     weight_decay: float = 0.0
     fused: bool = True
+    lr_schedule: Literal["constant", "inverse_sqrt"] = "constant"
 
     def __post_init__(self) -> None:
         check(self.lr > 0, "lr", f"must be > 0, got {self.lr}")
@@ -229,12 +232,94 @@ class ProtocolConfig:
     """Which protocol trains the model.
 
     Attributes:
-        mode: ``vfl``: labels private to the server, one step per exchange (split learning),
-            every message encoded and counted. ``centralized``: the same combined model
-            trained in one process with no messages (the baseline).
+        mode: ``vfl``: parties and server exchange messages through the in-process transport,
+            every message encoded and counted. ``centralized``: the same combined model trained
+            in one process with no messages (the baseline).
+        labels: ``private``: only the server holds labels; it returns d loss / d embedding
+            (split learning, C-VFL Algorithm 2, FedBCD). ``shared``: every party holds them and
+            receives the stale compressed view of the round (C-VFL Algorithm 1; FedBCD's exact
+            partial gradient at the stale point).
+        local_steps: Q, the local iterations every role takes per round on the round's batch.
+        proximal_mu: FedPBCD's proximal weight mu (0 disables the term).
     """
 
     mode: Literal["vfl", "centralized"] = "vfl"
+    labels: Literal["private", "shared"] = "private"
+    local_steps: int = 1
+    proximal_mu: float = 0.0
+
+    def __post_init__(self) -> None:
+        check(self.local_steps >= 1, "local_steps", f"must be >= 1, got {self.local_steps}")
+        check(self.proximal_mu >= 0, "proximal_mu", f"must be >= 0, got {self.proximal_mu}")
+
+
+CompressorName = Literal["none", "identity", "scalar", "lattice", "topk"]
+
+
+@dataclass(frozen=True)
+class CompressorConfig:
+    """A compressor on one link (see docs/compression.md).
+
+    Attributes:
+        name: ``none`` (plain float32 tensors in the baseline messages), ``identity`` (float32
+            in a compressed-payload message), ``scalar`` (dithered uniform quantizer),
+            ``lattice`` (dithered 2-D hexagonal lattice), ``topk`` (sparsification).
+        bits: ``b``, bits per component (nominal for top-k: ``k = ceil(P b / 32)``).
+        range: Quantizers: ``message`` (each message's min and max travel in a header) or
+            ``fixed`` (``[low, high]``, e.g. ``[-1, 1]`` for tanh embeddings; values outside
+            are clipped).
+        low: Lower end of a fixed range.
+        high: Upper end of a fixed range.
+        ratio: Top-k: the fraction of components kept; 0 derives k from ``bits``.
+        select: Top-k: keep the largest ``magnitude`` entries, or the columns with the largest
+            previous-step ``gradient`` magnitude (the C-VFL paper's rule).
+        per_row: Top-k: one index set per sample instead of one shared by the batch.
+        schedule: ``constant`` b, ``steps`` (``steps`` gives ``[round, b]`` pairs), or
+            ``diminishing`` (C-VFL section 5.6: b grows so the error falls like 1/sqrt(t)).
+        steps: For ``steps``: ``[[0, 2], [500, 3]]`` is b = 2 until round 499, then 3.
+    """
+
+    name: CompressorName = "none"
+    bits: int = 32
+    range: Literal["message", "fixed"] = "message"
+    low: float = -1.0
+    high: float = 1.0
+    ratio: float = 0.0
+    select: Literal["magnitude", "gradient"] = "magnitude"
+    per_row: bool = False
+    schedule: Literal["constant", "steps", "diminishing"] = "constant"
+    steps: tuple[tuple[int, ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        check(1 <= self.bits <= 32, "bits", f"must lie in 1..32, got {self.bits}")
+        check(self.low < self.high, "high", f"must exceed low ({self.low}), got {self.high}")
+        check(0 <= self.ratio <= 1, "ratio", f"must lie in [0, 1], got {self.ratio}")
+        check(
+            self.schedule != "steps" or bool(self.steps),
+            "steps",
+            "schedule 'steps' needs [[round, bits], ...] pairs",
+        )
+        check(
+            all(len(pair) == 2 for pair in self.steps),
+            "steps",
+            f"must be [round, bits] pairs, got {[list(p) for p in self.steps]}",
+        )
+
+
+@dataclass(frozen=True)
+class CompressConfig:
+    """Compression on each link.
+
+    Attributes:
+        embedding: C_1..C_M, the parties' embeddings to the server.
+        server_model: C_0, the server model broadcast with shared labels (``none``: use the
+            embedding compressor, as the C-VFL authors' code does).
+        gradient: The gradients the server returns with private labels.
+    """
+
+    embedding: CompressorConfig = field(default_factory=CompressorConfig)
+    server_model: CompressorConfig = field(default_factory=CompressorConfig)
+    gradient: CompressorConfig = field(default_factory=CompressorConfig)
 
 
 TARGET_METRICS = ("", "test_accuracy", "test_loss", "test_f1", "test_auc")
@@ -285,6 +370,7 @@ class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
+    compress: CompressConfig = field(default_factory=CompressConfig)
     target: TargetConfig = field(default_factory=TargetConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
 

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
+from vfl.assemble import (
+    bottom_model,
+    head_model,
+    party_from_config,
+    server_from_config,
+    trainer_from_config,
+)
 from vfl.config import RunConfig
 from vfl.configio import to_toml
 from vfl.data.dataset import Dataset, Split
@@ -20,20 +24,27 @@ from vfl.data.registry import load_dataset
 from vfl.data.table import load_table
 from vfl.errors import ConfigError
 from vfl.fit import fit
-from vfl.metrics import Task
-from vfl.models.build import build_bottom, build_head
 from vfl.optim import optimizer_factory
-from vfl.party import Party
-from vfl.protocol.sampler import BatchSampler
-from vfl.protocol.split import SplitLearning
 from vfl.results import CONFIG, METRICS, PARTITION, SUMMARY, RunDirectory
-from vfl.seeding import derive_seed, torch_seed
-from vfl.server import Server
+from vfl.seeding import derive_seed
 from vfl.simulation import Simulation, VerticalData, embedding_width, simulate, vertical_data
 from vfl.summary import Target
-from vfl.transport.base import PartyEndpoint, Transport
+from vfl.transport.base import PartyEndpoint
 from vfl.transport.inproc import InProcTransport
 from vfl.wire import SPLIT_TRAIN
+
+__all__ = [  # the builders are re-exported for deployment code written against this module
+    "bottom_model",
+    "build_simulation",
+    "head_model",
+    "load_data",
+    "party_from_config",
+    "prepare",
+    "run",
+    "server_from_config",
+    "subsample",
+    "trainer_from_config",
+]
 
 SUBSAMPLE_SEED = 0
 """Subsamples (data.max_*_samples) do not depend on train.seed, so seeds vary only training."""
@@ -71,65 +82,6 @@ def subsample(dataset: Dataset, max_train: int, max_test: int) -> Dataset:
     return replace(dataset, train=take(dataset.train, max_train), test=take(dataset.test, max_test))
 
 
-def bottom_model(config: RunConfig, party: int, block_shape: tuple[int, ...]) -> nn.Module:
-    """Party ``party``'s bottom model, initialised from ``train.seed`` (same in any process)."""
-    with torch_seed(derive_seed(config.train.seed, "bottom", party)):
-        return build_bottom(config.model.bottom, block_shape)
-
-
-def head_model(config: RunConfig, widths: Sequence[int], task: Task) -> nn.Module:
-    """The server's head for embeddings of ``widths``, initialised from ``train.seed``."""
-    with torch_seed(derive_seed(config.train.seed, "head")):
-        return build_head(config.model.head, widths, task)
-
-
-def party_from_config(
-    config: RunConfig, party: int, train_block: torch.Tensor, test_block: torch.Tensor
-) -> Party:
-    """Party ``party`` as the config describes it: the same object in simulation and deployment."""
-    model = bottom_model(config, party, tuple(train_block.shape[1:]))
-    return Party(
-        party,
-        train_features=train_block,
-        test_features=test_block,
-        model=model,
-        optimizer=optimizer_factory(config.train.optimizer)(model.parameters()),
-    )
-
-
-def server_from_config(
-    config: RunConfig,
-    *,
-    task: Task,
-    train_labels: torch.Tensor,
-    test_labels: torch.Tensor,
-    embedding_dims: Mapping[int, int],
-) -> Server:
-    """The server as the config describes it, for parties sending ``embedding_dims``."""
-    head = head_model(config, list(embedding_dims.values()), task)
-    return Server(
-        head=head,
-        task=task,
-        train_labels=train_labels,
-        test_labels=test_labels,
-        optimizer=optimizer_factory(config.train.optimizer)(head.parameters()),
-        embedding_dims=embedding_dims,
-    )
-
-
-def sampler_from_config(config: RunConfig, num_train: int) -> BatchSampler:
-    """The server's batch order."""
-    train = config.train
-    seed = derive_seed(train.seed, "batches")
-    return BatchSampler(num_train, train.batch_size, shuffle=train.shuffle, seed=seed)
-
-
-def trainer_from_config(config: RunConfig, server: Server, transport: Transport) -> SplitLearning:
-    """The server-side protocol loop over ``transport`` (in-process or network)."""
-    sampler = sampler_from_config(config, len(server.labels[SPLIT_TRAIN]))
-    return SplitLearning(server, transport, sampler, eval_batch_size=config.train.eval_batch_size)
-
-
 def build_simulation(config: RunConfig, data: VerticalData) -> Simulation:
     """The configured protocol in one process, models seeded from ``train.seed``."""
     if config.protocol.mode == "centralized":
@@ -150,7 +102,15 @@ def build_simulation(config: RunConfig, data: VerticalData) -> Simulation:
             centralized=True,
         )
     parties = [
-        party_from_config(config, party, train, test)
+        party_from_config(
+            config,
+            party,
+            train,
+            test,
+            train_labels=data.train_labels,
+            task=data.task,
+            num_parties=data.num_parties,
+        )
         for party, (train, test) in enumerate(
             zip(data.train_blocks, data.test_blocks, strict=True), start=1
         )

@@ -1,0 +1,218 @@
+"""Build every role from a run config: the same objects in simulation and in deployment.
+
+A party process and the simulator both call ``party_from_config``; the server process and the
+simulator both call ``server_from_config`` and ``trainer_from_config``. So any protocol option
+(labels mode, local steps, compression, learning-rate schedule) behaves identically whatever
+transport carries the messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+from torch import nn
+
+from vfl.codecs import CompressorCodec
+from vfl.compress.base import Compressor
+from vfl.compress.identity import Identity
+from vfl.compress.lattice import LatticeQuantizer
+from vfl.compress.scalar import ScalarQuantizer
+from vfl.compress.schedule import DiminishingBits, StepBits
+from vfl.compress.topk import TopK
+from vfl.config import CompressorConfig, RunConfig
+from vfl.errors import ConfigError
+from vfl.local import LocalSteps
+from vfl.metrics import Task
+from vfl.models.build import build_bottom, build_head
+from vfl.optim import LearningRateSchedule, optimizer_factory
+from vfl.party import Party, PartyOptions, SharedLabels
+from vfl.pipeline import MessageSeeds, TensorCodec
+from vfl.protocol.loop import Links, LoopOptions, ServerLoop
+from vfl.protocol.sampler import BatchSampler
+from vfl.protocol.shared import SharedLabelsTraining
+from vfl.protocol.split import SplitLearning
+from vfl.seeding import derive_seed, torch_seed
+from vfl.server import Server
+from vfl.transport.base import Transport
+from vfl.wire import SPLIT_TRAIN
+
+IDENTITY = CompressorConfig(name="identity")
+
+
+def bottom_model(config: RunConfig, party: int, block_shape: tuple[int, ...]) -> nn.Module:
+    """Party ``party``'s bottom model, initialised from ``train.seed`` (same in any process)."""
+    with torch_seed(derive_seed(config.train.seed, "bottom", party)):
+        return build_bottom(config.model.bottom, block_shape)
+
+
+def head_model(config: RunConfig, widths: Sequence[int], task: Task) -> nn.Module:
+    """The server's head for embeddings of ``widths``, initialised from ``train.seed``."""
+    with torch_seed(derive_seed(config.train.seed, "head")):
+        return build_head(config.model.head, widths, task)
+
+
+def compressor(config: CompressorConfig, bits: int) -> Compressor:
+    """The compressor a link config describes, with ``bits`` bits per component."""
+    low, high = (config.low, config.high) if config.range == "fixed" else (None, None)
+    if config.name == "identity":
+        return Identity()
+    if config.name == "scalar":
+        return ScalarQuantizer(bits=bits, low=low, high=high)
+    if config.name == "lattice":
+        return LatticeQuantizer(bits=bits, low=low, high=high)
+    if config.name == "topk":
+        if config.ratio > 0:
+            return TopK(ratio=config.ratio, per_row=config.per_row)
+        return TopK(bits=bits, per_row=config.per_row)
+    raise ConfigError(f"no compressor named {config.name!r}")
+
+
+def codec(config: CompressorConfig) -> TensorCodec | None:
+    """The codec of one link, or ``None`` for plain float32 tensors (``name = "none"``)."""
+    if config.name == "none":
+        return None
+    use_scores = config.name == "topk" and config.select == "gradient"
+    if config.schedule == "constant":
+        return CompressorCodec(compressor(config, config.bits), use_scores=use_scores)
+    if config.schedule == "steps":
+        schedule = StepBits(tuple((int(r), int(b)) for r, b in config.steps))
+        bits_at = schedule.bits_at
+    else:
+        bits_at = DiminishingBits(initial=config.bits, max_bits=_max_bits(config)).bits_at
+
+    def build(bits: int) -> Compressor:
+        return compressor(config, bits)
+
+    return CompressorCodec(build, bits_at=bits_at, use_scores=use_scores)
+
+
+def _max_bits(config: CompressorConfig) -> int:
+    limits = {"scalar": ScalarQuantizer.max_bits, "lattice": LatticeQuantizer.max_bits}
+    return limits.get(config.name, 32)
+
+
+def links(config: RunConfig) -> Links:
+    """The codecs of every link, as the protocol needs them.
+
+    With shared labels the view always travels as compressed payloads (identity when no
+    compressor is set), and the server model uses the embedding compressor unless it has its
+    own (the C-VFL authors' choice). Gradients are compressed only with private labels.
+    """
+    compress = config.compress
+    if config.protocol.labels == "private":
+        if compress.server_model.name != "none":
+            raise ConfigError("compress.server_model applies to protocol.labels = 'shared' only")
+        return Links(embedding=codec(compress.embedding), gradient=codec(compress.gradient))
+    if compress.gradient.name != "none":
+        raise ConfigError(
+            "compress.gradient applies to protocol.labels = 'private' only; with"
+            " shared labels no gradient is sent"
+        )
+    embedding = compress.embedding if compress.embedding.name != "none" else IDENTITY
+    server_model = compress.server_model if compress.server_model.name != "none" else embedding
+    return Links(embedding=codec(embedding), server_model=codec(server_model))
+
+
+def learning_rate(config: RunConfig) -> LearningRateSchedule | None:
+    """The per-round learning rate, or ``None`` for the optimizer's constant rate."""
+    optimizer = config.train.optimizer
+    if optimizer.lr_schedule == "constant":
+        return None
+    return LearningRateSchedule(optimizer.lr, optimizer.lr_schedule)
+
+
+def local_steps(config: RunConfig) -> LocalSteps:
+    """Q and the proximal weight."""
+    return LocalSteps(config.protocol.local_steps, config.protocol.proximal_mu)
+
+
+def party_from_config(
+    config: RunConfig,
+    party: int,
+    train_block: torch.Tensor,
+    test_block: torch.Tensor,
+    *,
+    train_labels: torch.Tensor | None = None,
+    task: Task | None = None,
+    num_parties: int = 0,
+) -> Party:
+    """Party ``party`` as the config describes it.
+
+    With shared labels the party also needs ``train_labels``, the ``task`` and ``num_parties``
+    (all parties send ``model.bottom.embedding_dim`` wide embeddings).
+    """
+    model = bottom_model(config, party, tuple(train_block.shape[1:]))
+    link = links(config)
+    options = PartyOptions(
+        steps=local_steps(config),
+        uplink=link.embedding,
+        gradient=link.gradient,
+        seeds=MessageSeeds(config.train.seed),
+        learning_rate=learning_rate(config),
+    )
+    if config.protocol.labels == "shared":
+        if train_labels is None or task is None or num_parties < 1:
+            raise ConfigError(
+                "shared labels: a party needs the labels, the task and the number of parties"
+            )
+        widths = dict.fromkeys(range(1, num_parties + 1), config.model.bottom.embedding_dim)
+        assert link.embedding is not None and link.server_model is not None
+        options.shared = SharedLabels(
+            labels=train_labels,
+            task=task,
+            head=head_model(config, list(widths.values()), task),
+            widths=widths,
+            embeddings=link.embedding,
+            server_model=link.server_model,
+        )
+    return Party(
+        party,
+        train_features=train_block,
+        test_features=test_block,
+        model=model,
+        optimizer=optimizer_factory(config.train.optimizer)(model.parameters()),
+        options=options,
+    )
+
+
+def server_from_config(
+    config: RunConfig,
+    *,
+    task: Task,
+    train_labels: torch.Tensor,
+    test_labels: torch.Tensor,
+    embedding_dims: Mapping[int, int],
+) -> Server:
+    """The server as the config describes it, for parties sending ``embedding_dims``."""
+    head = head_model(config, list(embedding_dims.values()), task)
+    return Server(
+        head=head,
+        task=task,
+        train_labels=train_labels,
+        test_labels=test_labels,
+        optimizer=optimizer_factory(config.train.optimizer)(head.parameters()),
+        embedding_dims=embedding_dims,
+    )
+
+
+def sampler_from_config(config: RunConfig, num_train: int) -> BatchSampler:
+    """The server's batch order."""
+    train = config.train
+    seed = derive_seed(train.seed, "batches")
+    return BatchSampler(num_train, train.batch_size, shuffle=train.shuffle, seed=seed)
+
+
+def trainer_from_config(config: RunConfig, server: Server, transport: Transport) -> ServerLoop:
+    """The server-side protocol loop over ``transport`` (in-process or network)."""
+    sampler = sampler_from_config(config, len(server.labels[SPLIT_TRAIN]))
+    options = LoopOptions(
+        steps=local_steps(config),
+        links=links(config),
+        seeds=MessageSeeds(config.train.seed),
+        learning_rate=learning_rate(config),
+    )
+    loop = SharedLabelsTraining if config.protocol.labels == "shared" else SplitLearning
+    return loop(
+        server, transport, sampler, eval_batch_size=config.train.eval_batch_size, options=options
+    )
