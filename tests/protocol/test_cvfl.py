@@ -155,5 +155,6 @@ def test_a_strong_proximal_term_keeps_parties_near_the_round_start() -> None:
 
 
 def test_gradient_compression_is_private_labels_only() -> None:
-    with pytest.raises(Exception, match="compress.gradient applies to protocol.labels = 'private'"):
+    message = r"compress\.gradient applies to protocol\.labels = 'private'"
+    with pytest.raises(Exception, match=message):
         train("protocol.labels=shared", "compress.gradient.name=scalar")
