@@ -333,16 +333,28 @@ class TargetConfig:
         metric: ``test_accuracy``, ``test_loss`` (reached when at or below ``value``),
             ``test_f1`` or ``test_auc`` (binary tasks); empty for no target.
         value: The value to reach.
+        compute_ms: Time-to-target model (C-VFL section 7): the time of one local step at a
+            party, in ms (the paper's 10); 0 uses this run's measured training time per step.
+        latencies_ms: Round-trip latencies t_c for which the summary reports
+            ``rounds × (Q·t_compute + t_c)``.
     """
 
     metric: str = ""
     value: float = 0.0
+    compute_ms: float = 10.0
+    latencies_ms: tuple[float, ...] = (1.0, 10.0, 50.0, 200.0)
 
     def __post_init__(self) -> None:
         check(
             self.metric in TARGET_METRICS,
             "metric",
             f"must be one of {', '.join(map(repr, TARGET_METRICS))}; got {self.metric!r}",
+        )
+        check(self.compute_ms >= 0, "compute_ms", f"must be >= 0, got {self.compute_ms}")
+        check(
+            all(t >= 0 for t in self.latencies_ms),
+            "latencies_ms",
+            f"must be >= 0, got {list(self.latencies_ms)}",
         )
 
 

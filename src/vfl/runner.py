@@ -18,6 +18,7 @@ from vfl.assemble import (
 )
 from vfl.config import RunConfig
 from vfl.configio import to_toml
+from vfl.costs import paper_accounting, time_to_reach
 from vfl.data.dataset import Dataset, Split
 from vfl.data.partition import Partition, make_partition
 from vfl.data.registry import load_dataset
@@ -179,4 +180,12 @@ def run(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str, 
         )
     finally:
         simulation.trainer.close()
-    return run_files.read_json(SUMMARY)
+    summary = run_files.read_json(SUMMARY)
+    if "bytes" in summary:
+        summary["accounting"] = paper_accounting(
+            config, simulation, summary["rounds"], summary["bytes"]["train_total"]
+        )
+    if "target" in summary:
+        summary["target"]["time"] = time_to_reach(config, summary, run_files.read_metrics())
+    run_files.write_json(SUMMARY, summary)
+    return summary
