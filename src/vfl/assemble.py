@@ -31,7 +31,7 @@ from vfl.pipeline import MessageSeeds, TensorCodec
 from vfl.protocol.loop import Links, LoopOptions, ServerLoop
 from vfl.protocol.sampler import BatchSampler
 from vfl.protocol.shared import SharedLabelsTraining
-from vfl.protocol.split import SplitLearning
+from vfl.protocol.split import SequentialSplitLearning, SplitLearning
 from vfl.seeding import derive_seed, torch_seed
 from vfl.server import Server
 from vfl.transport.base import Transport
@@ -212,7 +212,11 @@ def trainer_from_config(config: RunConfig, server: Server, transport: Transport)
         seeds=MessageSeeds(config.train.seed),
         learning_rate=learning_rate(config),
     )
-    loop = SharedLabelsTraining if config.protocol.labels == "shared" else SplitLearning
+    loop: type[ServerLoop] = SplitLearning
+    if config.protocol.labels == "shared":
+        loop = SharedLabelsTraining
+    elif config.protocol.schedule == "sequential":
+        loop = SequentialSplitLearning
     return loop(
         server, transport, sampler, eval_batch_size=config.train.eval_batch_size, options=options
     )

@@ -241,16 +241,29 @@ class ProtocolConfig:
             partial gradient at the stale point).
         local_steps: Q, the local iterations every role takes per round on the round's batch.
         proximal_mu: FedPBCD's proximal weight mu (0 disables the term).
+        schedule: ``parallel`` (FedBCD-p: every party steps at once after one exchange) or
+            ``sequential`` (FedBCD-s: parties step one after another, each re-sending its
+            updated embedding; private labels only).
+        active_party: The party (1..M) whose features live with the label holder (FedBCD's
+            party K): its exchanges stay in the server's process and cost no bytes. 0 = none.
     """
 
     mode: Literal["vfl", "centralized"] = "vfl"
     labels: Literal["private", "shared"] = "private"
     local_steps: int = 1
     proximal_mu: float = 0.0
+    schedule: Literal["parallel", "sequential"] = "parallel"
+    active_party: int = 0
 
     def __post_init__(self) -> None:
         check(self.local_steps >= 1, "local_steps", f"must be >= 1, got {self.local_steps}")
         check(self.proximal_mu >= 0, "proximal_mu", f"must be >= 0, got {self.proximal_mu}")
+        check(
+            self.schedule == "parallel" or self.labels == "private",
+            "schedule",
+            "'sequential' needs protocol.labels = 'private'",
+        )
+        check(self.active_party >= 0, "active_party", f"must be >= 0, got {self.active_party}")
 
 
 CompressorName = Literal["none", "identity", "scalar", "lattice", "topk"]

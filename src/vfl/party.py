@@ -20,7 +20,7 @@ from vfl.errors import DataError, ProtocolError, WireError
 from vfl.local import LocalSteps, gradient_steps, view_steps
 from vfl.metrics import Task
 from vfl.optim import LearningRateSchedule
-from vfl.pipeline import MessageSeeds, TensorCodec
+from vfl.pipeline import REFRESH, MessageSeeds, TensorCodec
 from vfl.wire import (
     SPLIT_TEST,
     SPLIT_TRAIN,
@@ -32,6 +32,7 @@ from vfl.wire import (
     EvalRequest,
     GradRequest,
     Message,
+    RefreshRequest,
     Shutdown,
     ViewBroadcast,
 )
@@ -113,6 +114,7 @@ class Party:
         self.optimizer = optimizer
         self.options = options or PartyOptions()
         self._pending: _Pending | None = None
+        self._batch: tuple[int, torch.Tensor] | None = None  # the round's ids, kept for refresh
         self._last_round = -1
         self._scores: torch.Tensor | None = None  # |d loss / d H| per column, for top-k
 
@@ -124,6 +126,8 @@ class Party:
             return self._apply_grad(message)
         if isinstance(message, ViewBroadcast):
             return self._apply_view(message)
+        if isinstance(message, RefreshRequest):
+            return self._refresh(message)
         if isinstance(message, EvalRequest):
             return self._evaluate(message)
         if isinstance(message, Shutdown):
@@ -145,14 +149,28 @@ class Party:
             self.options.learning_rate.apply(self.optimizer, request.round)
         embedding = self.model(self.features[SPLIT_TRAIN][ids])  # (B, P)
         self._pending = _Pending(request.round, ids, embedding)
+        self._batch = (request.round, ids)
+        return self._upload(embedding.detach(), request.round, "embedding")
+
+    def _upload(
+        self, embedding: torch.Tensor, round_: int, purpose: str
+    ) -> EmbedReply | CompressedEmbedReply:
         uplink = self.options.uplink
         if uplink is None:
-            return EmbedReply(round=request.round, embedding=embedding.detach())
-        seed = self.options.seeds.for_message("embedding", request.round, self.party_id)
-        payload = uplink.encode(
-            embedding.detach(), seed=seed, round_=request.round, scores=self._scores
-        )
-        return CompressedEmbedReply(round=request.round, payload=payload)
+            return EmbedReply(round=round_, embedding=embedding)
+        seed = self.options.seeds.for_message(purpose, round_, self.party_id)
+        payload = uplink.encode(embedding, seed=seed, round_=round_, scores=self._scores)
+        return CompressedEmbedReply(round=round_, payload=payload)
+
+    @torch.no_grad()
+    def _refresh(self, request: RefreshRequest) -> EmbedReply | CompressedEmbedReply:
+        if self._batch is None or self._batch[0] != request.round or self._pending is not None:
+            raise WireError(
+                f"party {self.party_id}: refresh for round {request.round} before that round's"
+                " update"
+            )
+        embedding = self.model(self.features[SPLIT_TRAIN][self._batch[1]])
+        return self._upload(embedding, request.round, REFRESH)
 
     def _take_pending(self, message: Message) -> _Pending:
         pending = self._pending

@@ -14,6 +14,9 @@ import torch
 
 from vfl.seeding import derive_seed
 
+REFRESH = "embedding-refresh"
+"""Seed purpose of an embedding re-sent after a party's update (FedBCD-s)."""
+
 
 class TensorCodec(Protocol):
     """Encodes tensors of a known shape to payload bytes and back."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,13 @@ from vfl.data.table import load_table
 from vfl.errors import ConfigError
 from vfl.fit import fit
 from vfl.optim import optimizer_factory
+from vfl.party import Party
 from vfl.results import CONFIG, METRICS, PARTITION, SUMMARY, RunDirectory
 from vfl.seeding import derive_seed
 from vfl.simulation import Simulation, VerticalData, embedding_width, simulate, vertical_data
 from vfl.summary import Target
-from vfl.transport.base import PartyEndpoint
+from vfl.transport.base import PartyEndpoint, Transport
+from vfl.transport.colocated import ColocatedTransport
 from vfl.transport.inproc import InProcTransport
 from vfl.wire import SPLIT_TRAIN
 
@@ -124,8 +127,23 @@ def build_simulation(config: RunConfig, data: VerticalData) -> Simulation:
         test_labels=data.test_labels,
         embedding_dims=widths,
     )
-    transport = InProcTransport({p.party_id: PartyEndpoint(p.party_id, p.handle) for p in parties})
-    return Simulation(trainer_from_config(config, server, transport), parties)
+    return Simulation(trainer_from_config(config, server, transport_for(config, parties)), parties)
+
+
+def transport_for(config: RunConfig, parties: Sequence[Party]) -> Transport:
+    """The in-process transport, with the active party (if any) in the server's process."""
+    active = config.protocol.active_party
+    if active > len(parties):
+        raise ConfigError(
+            f"protocol.active_party: {active} is not a party; valid: 1..{len(parties)} (0: none)"
+        )
+    remote = {
+        p.party_id: PartyEndpoint(p.party_id, p.handle) for p in parties if p.party_id != active
+    }
+    transport = InProcTransport(remote)
+    if active == 0:
+        return transport
+    return ColocatedTransport(transport, {active: parties[active - 1].handle})
 
 
 def prepare(config: RunConfig) -> tuple[Dataset, Partition, VerticalData]:

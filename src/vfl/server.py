@@ -99,6 +99,17 @@ class Server:
             )
         return losses[0], grads
 
+    def input_gradients(
+        self, ids: torch.Tensor, embeddings: Mapping[int, torch.Tensor]
+    ) -> dict[int, torch.Tensor]:
+        """D loss / d embedding for every party at the current head, without a head step."""
+        inputs = [e.detach().requires_grad_(True) for e in self._ordered(embeddings, len(ids))]
+        if not self.head.training:
+            self.head.train()
+        loss = self.task.loss(self.head(inputs), self.labels[SPLIT_TRAIN][ids])
+        grads = torch.autograd.grad(loss, inputs)
+        return dict(zip(self.party_ids, grads, strict=True))
+
     def parameter_vector(self) -> torch.Tensor:
         """The head's parameters as one flat vector (what C_0 compresses)."""
         return nn.utils.parameters_to_vector(self.head.parameters()).detach()

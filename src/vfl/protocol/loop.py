@@ -113,7 +113,7 @@ class ServerLoop:
         return total / len(batches)
 
     def decode_embeddings(
-        self, replies: Mapping[int, Message], batch: int
+        self, replies: Mapping[int, Message], batch: int, purpose: str = "embedding"
     ) -> dict[int, torch.Tensor]:
         """The embeddings in the parties' replies, decompressed where they were compressed."""
         embeddings = {}
@@ -122,7 +122,7 @@ class ServerLoop:
             if isinstance(reply, EmbedReply) and codec is None:
                 embeddings[party] = reply.embedding
             elif isinstance(reply, CompressedEmbedReply) and codec is not None:
-                seed = self.options.seeds.for_message("embedding", reply.round, party)
+                seed = self.options.seeds.for_message(purpose, reply.round, party)
                 shape = (batch, self.server.embedding_dims[party])
                 embeddings[party] = codec.decode(
                     reply.payload, shape=shape, seed=seed, round_=reply.round

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from vfl.pipeline import REFRESH
 from vfl.protocol.loop import ServerLoop
 from vfl.wire import (
     Ack,
@@ -21,6 +22,7 @@ from vfl.wire import (
     EmbedRequest,
     GradRequest,
     Message,
+    RefreshRequest,
 )
 
 
@@ -49,3 +51,35 @@ class SplitLearning(ServerLoop):
         seed = self.options.seeds.for_message("gradient", round_, party)
         payload = codec.encode(grad, seed=seed, round_=round_)
         return CompressedGradRequest(round=round_, payload=payload)
+
+
+class SequentialSplitLearning(SplitLearning):
+    """FedBCD-s with labels private to the server: parties update one after another.
+
+    Liu et al.'s Algorithm 3 is ambiguous about when embeddings are exchanged (spec
+    fedbcd-lvfl.md section 1.3). Our reading, per round on batch S: every party uploads its
+    embedding of S; then, party by party in id order, the server computes that party's
+    d loss / d H from the freshest embeddings it holds, the party takes its Q steps, and re-sends
+    its updated embedding of S (the paper's Exchange({k, K})), so later parties and the server
+    see its update; the server (party K, the label holder) takes its Q steps last.
+    """
+
+    def train_round(self, ids: torch.Tensor) -> float:
+        """One sequential round; returns the loss of the server's first step."""
+        r = self.rounds
+        parties = self.server.party_ids
+        replies = self.ask(
+            {p: EmbedRequest(round=r, ids=ids) for p in parties},
+            (EmbedReply, CompressedEmbedReply),
+            "train",
+        )
+        view = self.decode_embeddings(replies, len(ids))
+        for party in parties:
+            grad = self.server.input_gradients(ids, view)[party]
+            self.ask({party: self.gradient_message(r, party, grad)}, Ack, "train")
+            refreshed = self.ask(
+                {party: RefreshRequest(round=r)}, (EmbedReply, CompressedEmbedReply), "train"
+            )
+            view.update(self.decode_embeddings(refreshed, len(ids), REFRESH))
+        loss, _ = self.server.train_step(ids, view, self.options.steps)
+        return loss

@@ -11,6 +11,7 @@ from vfl.wire.messages import (
     EmbedRequest,
     EvalRequest,
     GradRequest,
+    RefreshRequest,
     Shutdown,
     ViewBroadcast,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "Frame",
     "GradRequest",
     "Message",
+    "RefreshRequest",
     "Shutdown",
     "ViewBroadcast",
     "decode",

@@ -106,3 +106,9 @@ class ViewBroadcast(Message):
 
     embeddings: tuple[bytes, ...]
     server_model: bytes
+
+
+@register(kind=13)
+@dataclass(frozen=True)
+class RefreshRequest(Message):
+    """Server to party (FedBCD-s): re-embed this round's batch with your updated model."""
