@@ -11,6 +11,7 @@ from pathlib import Path
 from vfl.config import RunConfig, load_config
 from vfl.configio import from_mapping, merge, parse_overrides, read_toml
 from vfl.errors import ConfigError, VflError
+from vfl.experiments.cli import register as register_experiments
 
 RESUMABLE_KEYS = ("train.epochs", "output.progress")
 
@@ -64,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
         help="allow a download that no known checksum can verify",
     )
     fetch.set_defaults(handler=_data_fetch)
+    register_experiments(commands)
     return parser
 
 

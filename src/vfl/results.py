@@ -1,4 +1,4 @@
-"""The run directory: resolved config, partition, metrics, summary, ledger and checkpoint.
+"""The run directory: resolved config, partition, metrics, summary, ledger, checkpoint (no torch).
 
 Layout::
 
@@ -17,8 +17,6 @@ import json
 import os
 from pathlib import Path
 from typing import Any
-
-import torch
 
 from vfl.errors import ConfigError
 
@@ -82,6 +80,8 @@ class RunDirectory:
         """Save ``state`` atomically, replacing the previous checkpoint."""
         target = self.file(CHECKPOINT)
         temporary = target.with_name(target.name + ".tmp")
+        import torch  # deferred: reading results must not need torch
+
         torch.save(state, temporary)
         os.replace(temporary, target)
 
@@ -93,5 +93,7 @@ class RunDirectory:
                 f"no checkpoint in {str(self.path)!r}; cannot resume (was the run"
                 " started with train.checkpoint = false, or stopped in epoch 1?)"
             )
+        import torch
+
         state: dict[str, Any] = torch.load(path, weights_only=True)
         return state

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from vfl.assemble import (
     bottom_model,
@@ -179,6 +180,8 @@ def run(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str, 
             f" `vfl run --resume {run_dir}` or choose another --run-dir"
         )
     _, partition, data = prepare(config)
+    if not resume:  # user modules may draw from the global RNG (dropout): make runs repeatable
+        torch.manual_seed(derive_seed(config.train.seed, "torch-global"))
     run_files = RunDirectory(run_dir)
     run_files.write_text(CONFIG, to_toml(config))
     run_files.write_text(PARTITION, partition.to_json())

@@ -1,0 +1,178 @@
+"""Expand a sweep into settings and runs, resolve every run's config, and classify run folders.
+
+Settings are the grid's cartesian product (the first grid key varies slowest) followed by the
+``[[case]]`` entries. Each (setting, seed) is one run in ``<sweep folder>/<setting>__seed<S>``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import tomli_w
+
+from vfl.config import RunConfig, load_config
+from vfl.configio import read_toml, to_toml
+from vfl.errors import ConfigError
+from vfl.experiments.files import CHECKPOINT, CONFIG, METRICS, SUMMARY, read_metrics
+from vfl.experiments.spec import SEED_KEY, Overrides, SweepSpec
+
+RunState = Literal["done", "partial", "new"]
+"""``done``: finished with the same config; ``partial``: a checkpoint to resume; ``new``."""
+STATES: tuple[RunState, ...] = ("done", "partial", "new")
+
+IGNORED_SECTIONS = ("output",)
+"""Config tables that do not change a run's results, so they never force a re-run."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One point of the sweep (a grid point or a case).
+
+    Attributes:
+        label: Row label of the tables and legend entry, e.g. ``"lr=0.001, batch_size=64"``.
+        name: The label as a folder-name stem, e.g. ``"lr=0.001,batch_size=64"``.
+        overrides: The setting's own overrides (the sweep's ``set`` excluded).
+    """
+
+    label: str
+    name: str
+    overrides: Overrides
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One (setting, seed) with its resolved config."""
+
+    setting: Setting
+    seed: int
+    name: str
+    config: RunConfig
+
+
+def expand(spec: SweepSpec) -> tuple[Setting, ...]:
+    """The sweep's settings: the grid's product, then the cases (or the bare base config).
+
+    Raises:
+        ConfigError: if two settings would share a run folder.
+    """
+    keys = [key for key, _ in spec.grid]
+    label_keys = list(spec.report.label) or keys
+    settings = []
+    for values in itertools.product(*(values for _, values in spec.grid)) if keys else []:
+        overrides = tuple(zip(keys, values, strict=True))
+        chosen = dict(overrides)
+        settings.append(_setting(_label([(k, chosen[k]) for k in label_keys]), overrides))
+    for case in spec.cases:
+        settings.append(_setting(case.label or _label(list(case.overrides)), case.overrides))
+    if not settings:
+        settings.append(_setting(spec.base.stem, ()))
+    _check_unique(settings, bool(spec.report.label))
+    return tuple(settings)
+
+
+def plan(spec: SweepSpec) -> tuple[PlannedRun, ...]:
+    """Every run of the sweep with its config resolved from the base file and the overrides.
+
+    All configs are resolved before any run starts, so a bad key or value in any setting stops
+    the sweep at once.
+
+    Raises:
+        ConfigError: naming the setting and the offending key.
+    """
+    runs = []
+    for setting in expand(spec):
+        for seed in spec.seeds:
+            name = f"{setting.name}__seed{seed}"
+            overrides = [*spec.overrides, *setting.overrides, (SEED_KEY, seed)]
+            overrides += [("output.dir", str(spec.folder)), ("output.name", name)]
+            overrides += [("output.progress", False)]
+            try:
+                config = load_config(spec.base, [f"{k}={toml_value(v)}" for k, v in overrides])
+            except ConfigError as error:
+                raise ConfigError(f"setting {setting.label!r}: {error}") from None
+            runs.append(PlannedRun(setting, seed, name, config))
+    return tuple(runs)
+
+
+def run_state(run_dir: Path, config: RunConfig) -> RunState:
+    """Whether ``run_dir`` holds this run finished, resumable, or neither.
+
+    ``done``: ``summary.json`` exists and the saved ``config.toml`` equals ``config`` (the
+    ``[output]`` table aside). ``partial``: a checkpoint exists, the saved config differs at most
+    in ``train.epochs``, and no more epochs were recorded than ``config`` asks for (so a longer
+    sweep extends finished runs). ``new``: anything else.
+    """
+    try:
+        saved = _comparable(read_toml(run_dir / CONFIG))
+    except ConfigError:
+        return "new"
+    wanted = _comparable(tomllib.loads(to_toml(config)))
+    if saved == wanted and (run_dir / SUMMARY).exists():
+        return "done"
+    resumable = (run_dir / CHECKPOINT).exists() and _without_epochs(saved) == _without_epochs(
+        wanted
+    )
+    if resumable and _recorded_epochs(run_dir) <= config.train.epochs:
+        return "partial"
+    return "new"
+
+
+def toml_value(value: Any) -> str:
+    """A value as one-line TOML source text, e.g. ``0.001``, ``"adam"``, ``[64, 32]``."""
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(map(toml_value, value)) + "]"
+    return tomli_w.dumps({"v": value}).partition("=")[2].strip()
+
+
+def _label(pairs: list[tuple[str, Any]]) -> str:
+    short = [key.rpartition(".")[2] for key, _ in pairs]
+    names = [s if short.count(s) == 1 else key for s, (key, _) in zip(short, pairs, strict=True)]
+    shown = [f"{name}={_show(value)}" for name, (_, value) in zip(names, pairs, strict=True)]
+    return ", ".join(shown)
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else toml_value(value)
+
+
+def _setting(label: str, overrides: Overrides) -> Setting:
+    compact = re.sub(r"[\[\]\"']", "", label.replace(", ", ","))
+    name = re.sub(r"[^A-Za-z0-9._=,+-]+", "-", compact).strip("-.")
+    return Setting(label, name or "setting", overrides)
+
+
+def _check_unique(settings: list[Setting], custom_label: bool) -> None:
+    seen: dict[str, Setting] = {}
+    for setting in settings:
+        other = seen.setdefault(setting.name.casefold(), setting)
+        if other is not setting:
+            fix = "list more grid keys in report.label" if custom_label else "rename a case"
+            raise ConfigError(
+                f"settings {other.label!r} and {setting.label!r} would share the run folder"
+                f" {setting.name!r}; {fix} so that every setting has its own label"
+            )
+
+
+def _recorded_epochs(run_dir: Path) -> float:
+    if not (run_dir / METRICS).exists():
+        return 0
+    try:
+        records = read_metrics(run_dir)
+    except ValueError:  # a line cut short by a kill: start afresh
+        return math.inf
+    return max((int(r["epoch"]) for r in records), default=0)
+
+
+def _comparable(config: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in config.items() if k not in IGNORED_SECTIONS}
+
+
+def _without_epochs(config: dict[str, Any]) -> dict[str, Any]:
+    train = {k: v for k, v in config.get("train", {}).items() if k != "epochs"}
+    return {**config, "train": train}

@@ -1,0 +1,111 @@
+"""Write a sweep's or a run's reports (CSV, Markdown, PNG) from its result files alone."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from vfl.errors import ConfigError
+from vfl.experiments.aggregate import (
+    Curve,
+    RunResult,
+    load_runs,
+    mean_curve,
+    run_row,
+    setting_row,
+)
+from vfl.experiments.files import MANIFEST, METRICS, read_manifest, read_metrics
+from vfl.experiments.plots import plot_curves
+from vfl.experiments.tables import markdown_table, setting_records, write_csv
+from vfl.summary import Target
+
+RESULTS = "results.csv"
+
+
+def redraw(path: Path, *, metric: str | None = None, log_x: bool | None = None) -> list[Path]:
+    """Rewrite the reports of a sweep folder or the plots of a run directory.
+
+    Raises:
+        ConfigError: if ``path`` is neither, or no run recorded ``metric``.
+    """
+    if (path / MANIFEST).exists():
+        return write_sweep_report(path, metric=metric, log_x=log_x)
+    if (path / METRICS).exists():
+        return write_run_plots(path, metric=metric or "test_accuracy", log_x=bool(log_x))
+    raise ConfigError(
+        f"{str(path)!r} is neither a sweep folder (with {MANIFEST}) nor a run directory"
+        f" (with {METRICS})"
+    )
+
+
+def write_sweep_report(
+    folder: Path, *, metric: str | None = None, log_x: bool | None = None
+) -> list[Path]:
+    """``results.csv``, the tables and the plots of a sweep folder, from its files alone.
+
+    Args:
+        folder: The sweep folder (holds ``sweep.json``).
+        metric: The metric of tables and plots (default: the sweep's report metric). Tables for
+            another metric go to ``table_<metric>.md`` / ``.csv``.
+        log_x: Logarithmic traffic axis (default: the sweep's ``[report] log_x``).
+
+    Returns:
+        The files written.
+    """
+    manifest = read_manifest(folder)
+    metric = metric or manifest.metric
+    target = Target(*manifest.target) if manifest.target is not None else None
+    grouped = load_runs(folder, manifest)
+    runs = [run for group in grouped.values() for run in group]
+    _check_metric(runs, metric)
+    written = [write_csv(folder / RESULTS, [run_row(run, target=target) for run in runs])]
+    rows = [
+        setting_row(label, group, metric=metric, target=target) for label, group in grouped.items()
+    ]
+    stem = "table" if metric == manifest.metric else f"table_{metric}"
+    table = markdown_table(rows, title=f"{manifest.name}: {metric}", metric=metric, target=target)
+    (folder / f"{stem}.md").write_text(table)
+    columns = {
+        s.label: {k: s.overrides.get(k) for k in manifest.label_keys} for s in manifest.settings
+    }
+    records = setting_records(rows, metric=metric, columns=columns)
+    written += [folder / f"{stem}.md", write_csv(folder / f"{stem}.csv", records)]
+    curves = [mean_curve(label, group, metric) for label, group in grouped.items() if group]
+    log = manifest.log_x if log_x is None else log_x
+    title = f"{manifest.name}: mean ± 1 std over seeds"
+    return written + plot_both(curves, folder, metric=metric, title=title, log_x=log)
+
+
+def write_run_plots(
+    run_dir: Path, *, metric: str = "test_accuracy", log_x: bool = False
+) -> list[Path]:
+    """The metric of one run (finished or not) against epochs and against traffic."""
+    run = RunResult(run_dir.name, -1, run_dir, tuple(read_metrics(run_dir)))
+    _check_metric([run], metric)
+    curve = mean_curve(run_dir.name, [run], metric)
+    return plot_both([curve], run_dir, metric=metric, title=run_dir.name, log_x=log_x)
+
+
+def plot_both(
+    curves: Sequence[Curve], folder: Path, *, metric: str, title: str, log_x: bool
+) -> list[Path]:
+    """``<metric>_vs_epoch.png`` and ``<metric>_vs_mb.png`` in ``folder``."""
+    by_epoch = plot_curves(
+        curves, folder / f"{metric}_vs_epoch.png", x="epoch", metric=metric, title=title
+    )
+    by_traffic = plot_curves(
+        curves,
+        folder / f"{metric}_vs_mb.png",
+        x="megabytes",
+        metric=metric,
+        title=title,
+        log_x=log_x,
+    )
+    return [by_epoch, by_traffic]
+
+
+def _check_metric(runs: Sequence[RunResult], metric: str) -> None:
+    recorded = {key for run in runs for record in run.records for key in record}
+    if runs and metric not in recorded:
+        names = sorted(k for k in recorded if k.startswith(("test_", "train_loss")))
+        raise ConfigError(f"metric {metric!r} is not in the runs' {METRICS}; recorded: {names}")
