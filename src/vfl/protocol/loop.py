@@ -95,7 +95,15 @@ class ServerLoop:
         return self.transport.ledger
 
     def train_round(self, ids: torch.Tensor) -> float:
-        """One round on the batch ``ids``; returns a training loss."""
+        """One round on the batch ``ids`` (the round counter then advances); returns its loss."""
+        if self.options.learning_rate is not None:
+            self.options.learning_rate.apply(self.server.optimizer, self.rounds)
+        loss = self.exchange(ids)
+        self.rounds += 1
+        return loss
+
+    def exchange(self, ids: torch.Tensor) -> float:
+        """The protocol's messages and steps for round ``self.rounds`` on batch ``ids``."""
         raise NotImplementedError
 
     def train_epoch(self, epoch: int, *, on_round: RoundCallback | None = None) -> float:
@@ -103,10 +111,7 @@ class ServerLoop:
         total = 0.0
         batches = self.sampler.epoch(epoch)
         for ids in batches:
-            if self.options.learning_rate is not None:
-                self.options.learning_rate.apply(self.server.optimizer, self.rounds)
             loss = self.train_round(ids)
-            self.rounds += 1
             total += loss
             if on_round is not None:
                 on_round(loss)

@@ -23,7 +23,7 @@ from vfl.wire import Ack, CompressedEmbedReply, EmbedRequest, ViewBroadcast
 class SharedLabelsTraining(ServerLoop):
     """The server-side loop of C-VFL Algorithm 1 (parallel local iterations)."""
 
-    def train_round(self, ids: torch.Tensor) -> float:
+    def exchange(self, ids: torch.Tensor) -> float:
         """One round: uploads, the broadcast of the stale view, Q steps everywhere."""
         links = self.options.links
         if links.embedding is None or links.server_model is None:

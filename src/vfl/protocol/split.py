@@ -29,7 +29,7 @@ from vfl.wire import (
 class SplitLearning(ServerLoop):
     """The server-side loop with labels private to the server (parallel schedule)."""
 
-    def train_round(self, ids: torch.Tensor) -> float:
+    def exchange(self, ids: torch.Tensor) -> float:
         """One exchange on the batch ``ids`` and Q local steps; returns the first-step loss."""
         r = self.rounds
         parties = self.server.party_ids
@@ -64,7 +64,7 @@ class SequentialSplitLearning(SplitLearning):
     see its update; the server (party K, the label holder) takes its Q steps last.
     """
 
-    def train_round(self, ids: torch.Tensor) -> float:
+    def exchange(self, ids: torch.Tensor) -> float:
         """One sequential round; returns the loss of the server's first step."""
         r = self.rounds
         parties = self.server.party_ids
