@@ -12,6 +12,7 @@ from vfl.config import RunConfig, load_config
 from vfl.configio import from_mapping, merge, parse_overrides, read_toml
 from vfl.errors import ConfigError, VflError
 from vfl.experiments.cli import register as register_experiments
+from vfl.privacy.cli import register as register_privacy
 
 RESUMABLE_KEYS = ("train.epochs", "output.progress")
 
@@ -66,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     fetch.set_defaults(handler=_data_fetch)
     register_experiments(commands)
+    register_privacy(commands)
     return parser
 
 

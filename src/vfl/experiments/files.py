@@ -22,7 +22,7 @@ from typing import Any
 from vfl.errors import ConfigError
 from vfl.results import CHECKPOINT as CHECKPOINT
 from vfl.results import CONFIG as CONFIG
-from vfl.results import METRICS
+from vfl.results import METRICS as METRICS
 from vfl.results import SUMMARY as SUMMARY
 
 ERROR = "error.txt"
