@@ -28,10 +28,13 @@ from vfl.models.build import build_bottom, build_head
 from vfl.optim import LearningRateSchedule, optimizer_factory
 from vfl.party import Party, PartyOptions, SharedLabels
 from vfl.pipeline import MessageSeeds, TensorCodec
+from vfl.privacy.pbm import PoissonBinomialMechanism
 from vfl.protocol.loop import Links, LoopOptions, ServerLoop
+from vfl.protocol.private_sum import PrivateSumTraining
 from vfl.protocol.sampler import BatchSampler
 from vfl.protocol.shared import SharedLabelsTraining
 from vfl.protocol.split import SequentialSplitLearning, SplitLearning
+from vfl.secure_sum import PartySecureSum, ServerSecureSum, mechanism_generator
 from vfl.seeding import derive_seed, torch_seed
 from vfl.server import Server
 from vfl.transport.base import Transport
@@ -127,6 +130,26 @@ def local_steps(config: RunConfig) -> LocalSteps:
     return LocalSteps(config.protocol.local_steps, config.protocol.proximal_mu)
 
 
+def mechanism(config: RunConfig) -> PoissonBinomialMechanism:
+    """The configured Poisson Binomial Mechanism."""
+    privacy = config.privacy
+    return PoissonBinomialMechanism(clip=privacy.clip, trials=privacy.trials, beta=privacy.beta)
+
+
+def secure_aggregation(config: RunConfig) -> bool:
+    """Whether counts are masked (``auto`` means on with PBM)."""
+    return config.privacy.secure_aggregation != "off"
+
+
+def party_privacy(config: RunConfig, party: int) -> PartySecureSum | None:
+    """A party's PBM stage, or ``None`` without a privacy mechanism."""
+    if config.privacy.mechanism != "pbm":
+        return None
+    seed = derive_seed(config.train.seed, "pbm", party)
+    generator = mechanism_generator(seed, secure_rng=config.privacy.secure_rng)
+    return PartySecureSum(party, mechanism(config), generator, secure=secure_aggregation(config))
+
+
 def party_from_config(
     config: RunConfig,
     party: int,
@@ -150,6 +173,7 @@ def party_from_config(
         gradient=link.gradient,
         seeds=MessageSeeds(config.train.seed),
         learning_rate=learning_rate(config),
+        privacy=party_privacy(config, party),
     )
     if config.protocol.labels == "shared":
         if train_labels is None or task is None or num_parties < 1:
@@ -212,6 +236,24 @@ def trainer_from_config(config: RunConfig, server: Server, transport: Transport)
         seeds=MessageSeeds(config.train.seed),
         learning_rate=learning_rate(config),
     )
+    if config.privacy.mechanism == "pbm":
+        width = next(iter(server.embedding_dims.values()))
+        pbm = mechanism(config)
+        return PrivateSumTraining(
+            server,
+            transport,
+            sampler,
+            eval_batch_size=config.train.eval_batch_size,
+            secure_sum=ServerSecureSum(
+                pbm,
+                server.party_ids,
+                secure=secure_aggregation(config),
+                fraction_bits=config.privacy.eval_fraction_bits,
+            ),
+            event=pbm.event(parties=len(server.party_ids), dimension=width),
+            delta=config.privacy.delta,
+            options=options,
+        )
     loop: type[ServerLoop] = SplitLearning
     if config.protocol.labels == "shared":
         loop = SharedLabelsTraining

@@ -335,6 +335,51 @@ class CompressConfig:
     gradient: CompressorConfig = field(default_factory=CompressorConfig)
 
 
+@dataclass(frozen=True)
+class PrivacyConfig:
+    """Differential privacy of the embeddings: the Poisson Binomial Mechanism (VFL-PBM).
+
+    Attributes:
+        mechanism: ``none``, or ``pbm``: every party sends, per coordinate, a count
+            q ~ Binomial(trials, 1/2 + (beta/clip) x) instead of its embedding x; the server
+            estimates the SUM of the embeddings (needs ``model.head.fusion = "sum"`` and tanh
+            embeddings).
+        trials: b, the binomial trials per coordinate.
+        beta: beta in (0, 1/4]: how far the success probability moves with x.
+        clip: C, the bound on |x| (1 for tanh embeddings).
+        secure_aggregation: ``on`` masks the counts pairwise (X25519, HKDF, ChaCha20,
+            mod 2^k) so the server learns only their sum, and sums evaluation embeddings
+            securely too; ``off`` sends each party's counts in the clear; ``auto`` is ``on``
+            with PBM and ``off`` without.
+        delta: The delta at which epsilon is reported. Each training sample is used once per
+            shuffled epoch, so the accountant composes one release per sample per epoch.
+        eval_fraction_bits: f, the fixed-point precision of securely summed evaluation
+            embeddings (steps of clip / 2^(f-1)).
+        secure_rng: Draw the mechanism's randomness from the operating system (as a deployment
+            must) instead of a seeded generator (reproducible experiments).
+    """
+
+    mechanism: Literal["none", "pbm"] = "none"
+    trials: int = 16
+    beta: float = 0.05
+    clip: float = 1.0
+    secure_aggregation: Literal["auto", "on", "off"] = "auto"
+    delta: float = 1e-5
+    eval_fraction_bits: int = 16
+    secure_rng: bool = False
+
+    def __post_init__(self) -> None:
+        check(self.trials >= 1, "trials", f"must be >= 1, got {self.trials}")
+        check(0 < self.beta <= 0.25, "beta", f"must lie in (0, 0.25], got {self.beta}")
+        check(self.clip > 0, "clip", f"must be > 0, got {self.clip}")
+        check(0 < self.delta < 1, "delta", f"must lie in (0, 1), got {self.delta}")
+        check(
+            8 <= self.eval_fraction_bits <= 32,
+            "eval_fraction_bits",
+            f"must lie in 8..32, got {self.eval_fraction_bits}",
+        )
+
+
 TARGET_METRICS = ("", "test_accuracy", "test_loss", "test_f1", "test_auc")
 
 
@@ -396,8 +441,66 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
     compress: CompressConfig = field(default_factory=CompressConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
     target: TargetConfig = field(default_factory=TargetConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
+
+    def __post_init__(self) -> None:
+        if self.privacy.secure_aggregation == "on":
+            check(
+                self.model.head.fusion == "sum",
+                "model.head.fusion",
+                "secure aggregation reveals only the sum of the embeddings: use fusion 'sum',"
+                f" not {self.model.head.fusion!r}",
+            )
+            check(
+                self.privacy.mechanism == "pbm",
+                "privacy.secure_aggregation",
+                "'on' aggregates integer counts: set privacy.mechanism = 'pbm'",
+            )
+        if self.privacy.mechanism == "pbm":
+            _check_pbm(self)
+
+
+def _check_pbm(config: RunConfig) -> None:
+    """PBM needs sum fusion, bounded embeddings and private labels (VFL-PBM section 4)."""
+    check(
+        config.model.head.fusion == "sum",
+        "model.head.fusion",
+        "privacy.mechanism 'pbm' sends counts the server can only sum: use fusion 'sum', not"
+        f" {config.model.head.fusion!r}",
+    )
+    check(
+        config.model.bottom.output_activation == "tanh",
+        "model.bottom.output_activation",
+        "privacy.mechanism 'pbm' needs bounded embeddings: use 'tanh' (|x| <= 1), not"
+        f" {config.model.bottom.output_activation!r}",
+    )
+    check(
+        config.privacy.clip >= 1.0,
+        "privacy.clip",
+        f"tanh embeddings reach 1, so clip must be >= 1, got {config.privacy.clip}",
+    )
+    check(
+        config.protocol.labels == "private",
+        "protocol.labels",
+        "privacy.mechanism 'pbm' works with labels private to the server",
+    )
+    check(
+        config.protocol.schedule == "parallel",
+        "protocol.schedule",
+        "privacy.mechanism 'pbm' uses the parallel schedule",
+    )
+    check(
+        config.compress.embedding.name == "none",
+        "compress.embedding.name",
+        "with privacy.mechanism 'pbm' the uploads are PBM counts; set no embedding compressor",
+    )
+    check(
+        config.protocol.active_party == 0,
+        "protocol.active_party",
+        "privacy.mechanism 'pbm' protects every party's features: no party can sit with the server",
+    )
 
 
 def load_config(path: Path | None = None, overrides: Sequence[str] = ()) -> RunConfig:

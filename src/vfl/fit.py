@@ -50,12 +50,20 @@ def fit(
         run.truncate_metrics(start_epoch)
     records = run.read_metrics() if run is not None else []
     trainer = simulation.trainer
+    trainer.setup()
     if eval_at_start and start_epoch == 0:
         started = time.perf_counter()
         metrics = trainer.evaluate(SPLIT_TEST)
         elapsed += time.perf_counter() - started
         record = _record(
-            -1, trainer.rounds, None, metrics, trainer.ledger, train_time=0.0, elapsed=elapsed
+            -1,
+            trainer.rounds,
+            None,
+            metrics,
+            trainer.ledger,
+            train_time=0.0,
+            elapsed=elapsed,
+            privacy=trainer.privacy_spent(),
         )
         records.append(record)
         if run is not None:
@@ -75,6 +83,7 @@ def fit(
             trainer.ledger,
             train_time=train_time,
             elapsed=elapsed,
+            privacy=trainer.privacy_spent(),
         )
         records.append(record)
         if progress:
@@ -133,6 +142,7 @@ def _record(
     *,
     train_time: float,
     elapsed: float,
+    privacy: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     record: dict[str, Any] = {"epoch": epoch + 1, "round": rounds, "train_loss": train_loss}
     record.update({f"test_{name}": value for name, value in metrics.items()})
@@ -140,6 +150,8 @@ def _record(
         record["bytes_up"] = ledger.total(phase="train", direction="up")
         record["bytes_down"] = ledger.total(phase="train", direction="down")
         record["bytes_eval"] = ledger.total(phase="eval")
+    if privacy is not None:
+        record.update(privacy)
     record["epoch_train_seconds"] = train_time
     record["wall_time"] = elapsed
     return record
@@ -153,5 +165,7 @@ def _describe(record: dict[str, Any]) -> str:
     if "bytes_up" in record:
         megabytes = (record["bytes_up"] + record["bytes_down"]) / 2**20
         parts.append(f"train_traffic {megabytes:.1f} MiB")
+    if "epsilon" in record:
+        parts.append(f"epsilon {record['epsilon']:.3g}")
     parts.append(f"{record['epoch_train_seconds']:.1f}s")
     return " | ".join(parts)

@@ -21,6 +21,7 @@ from vfl.local import LocalSteps, gradient_steps, view_steps
 from vfl.metrics import Task
 from vfl.optim import LearningRateSchedule
 from vfl.pipeline import REFRESH, MessageSeeds, TensorCodec
+from vfl.secure_sum import PartySecureSum
 from vfl.wire import (
     SPLIT_TEST,
     SPLIT_TRAIN,
@@ -32,7 +33,9 @@ from vfl.wire import (
     EvalRequest,
     GradRequest,
     Message,
+    PublicKeyDirectory,
     RefreshRequest,
+    SecAggSetup,
     Shutdown,
     ViewBroadcast,
 )
@@ -70,6 +73,7 @@ class PartyOptions:
         shared: Shared-labels state, or ``None`` when labels are private to the server.
         seeds: Per-message seeds shared with the server.
         learning_rate: Per-round learning rate, or ``None`` to keep the optimizer's.
+        privacy: VFL-PBM: the mechanism and the secure-sum sessions, or ``None``.
     """
 
     steps: LocalSteps = field(default_factory=LocalSteps)
@@ -78,6 +82,7 @@ class PartyOptions:
     shared: SharedLabels | None = None
     seeds: MessageSeeds = field(default_factory=lambda: MessageSeeds(0))
     learning_rate: LearningRateSchedule | None = None
+    privacy: PartySecureSum | None = None
 
 
 class Party:
@@ -128,6 +133,8 @@ class Party:
             return self._apply_view(message)
         if isinstance(message, RefreshRequest):
             return self._refresh(message)
+        if isinstance(message, SecAggSetup | PublicKeyDirectory):
+            return self._secure_sum_setup(message)
         if isinstance(message, EvalRequest):
             return self._evaluate(message)
         if isinstance(message, Shutdown):
@@ -135,7 +142,7 @@ class Party:
             return Ack(round=message.round)
         raise ProtocolError(f"party {self.party_id} cannot handle {type(message).__name__}")
 
-    def _embed(self, request: EmbedRequest) -> EmbedReply | CompressedEmbedReply:
+    def _embed(self, request: EmbedRequest) -> Message:
         if request.round <= self._last_round:
             raise WireError(
                 f"party {self.party_id}: embed request for round {request.round} after round"
@@ -150,7 +157,17 @@ class Party:
         embedding = self.model(self.features[SPLIT_TRAIN][ids])  # (B, P)
         self._pending = _Pending(request.round, ids, embedding)
         self._batch = (request.round, ids)
+        if self.options.privacy is not None:
+            return self.options.privacy.train_reply(embedding.detach(), request.round)
         return self._upload(embedding.detach(), request.round, "embedding")
+
+    def _secure_sum_setup(self, message: SecAggSetup | PublicKeyDirectory) -> Message:
+        privacy = self.options.privacy
+        if privacy is None:
+            raise ProtocolError(f"party {self.party_id} runs no secure aggregation")
+        if isinstance(message, SecAggSetup):
+            return privacy.handle_setup(message)
+        return privacy.handle_directory(message)
 
     def _upload(
         self, embedding: torch.Tensor, round_: int, purpose: str
@@ -249,7 +266,7 @@ class Party:
         return Ack(round=broadcast.round)
 
     @torch.no_grad()
-    def _evaluate(self, request: EvalRequest) -> EmbedReply:
+    def _evaluate(self, request: EvalRequest) -> Message:
         if request.split not in self.features:
             raise WireError(
                 f"party {self.party_id}: unknown split code {request.split}; valid:"
@@ -259,6 +276,8 @@ class Party:
         self.model.eval()
         embedding = self.model(self.features[request.split][ids])
         self.model.train()
+        if self.options.privacy is not None:
+            return self.options.privacy.eval_reply(embedding, request.round)
         return EmbedReply(round=request.round, embedding=embedding)
 
     def _check_ids(self, ids: torch.Tensor, split: int) -> torch.Tensor:

@@ -68,8 +68,27 @@ class Server:
         round started with: what the parties receive. Later steps (Q > 1) reuse the same
         embeddings, as FedBCD's and C-VFL's local iterations do.
         """
+        loss, grads = self.train_on(ids, self._ordered(embeddings, len(ids)), steps)
+        return loss, dict(zip(self.party_ids, grads, strict=True))
+
+    def train_on_sum(
+        self, ids: torch.Tensor, total: torch.Tensor, steps: LocalSteps | None = None
+    ) -> tuple[float, torch.Tensor]:
+        """Like ``train_step`` for a sum-fusion head fed the (estimated) sum of the embeddings.
+
+        Returns the first loss and d loss / d sum, which is every party's gradient.
+        """
+        width = next(iter(self.embedding_dims.values()))
+        _check_embedding(total, (len(ids), width), "the aggregated embedding")
+        loss, grads = self.train_on(ids, [total], steps)
+        return loss, grads[0]
+
+    def train_on(
+        self, ids: torch.Tensor, inputs: list[torch.Tensor], steps: LocalSteps | None = None
+    ) -> tuple[float, list[torch.Tensor]]:
+        """Q head steps on fixed head inputs; the first loss and the first step's input grads."""
         steps = steps or LocalSteps()
-        inputs = [e.detach().requires_grad_(True) for e in self._ordered(embeddings, len(ids))]
+        inputs = [e.detach().requires_grad_(True) for e in inputs]
         labels = self.labels[SPLIT_TRAIN][ids]
         if not self.head.training:
             self.head.train()
@@ -84,10 +103,10 @@ class Server:
         descend(
             self.head, self.optimizer, [objective], proximal_mu=steps.proximal_mu, anchor=anchor
         )
-        grads = {}
-        for party, embedding in zip(self.party_ids, inputs, strict=True):
-            assert embedding.grad is not None  # every embedding feeds the head
-            grads[party] = embedding.grad
+        grads = []
+        for embedding in inputs:
+            assert embedding.grad is not None  # every input feeds the head
+            grads.append(embedding.grad)
             embedding.requires_grad_(False)
         if steps.count > 1:
             descend(
@@ -114,11 +133,21 @@ class Server:
         """The head's parameters as one flat vector (what C_0 compresses)."""
         return nn.utils.parameters_to_vector(self.head.parameters()).detach()
 
-    @torch.no_grad()
     def predict(self, embeddings: Mapping[int, torch.Tensor], batch: int) -> torch.Tensor:
         """Logits for ``batch`` samples from their embeddings, without updating anything."""
+        return self.predict_on(self._ordered(embeddings, batch))
+
+    def predict_on_sum(self, total: torch.Tensor) -> torch.Tensor:
+        """Logits of a sum-fusion head from the sum of the embeddings."""
+        width = next(iter(self.embedding_dims.values()))
+        _check_embedding(total, (len(total), width), "the aggregated embedding")
+        return self.predict_on([total])
+
+    @torch.no_grad()
+    def predict_on(self, inputs: list[torch.Tensor]) -> torch.Tensor:
+        """Logits from the head's inputs, in evaluation mode."""
         self.head.eval()
-        logits: torch.Tensor = self.head(self._ordered(embeddings, batch))
+        logits: torch.Tensor = self.head(inputs)
         self.head.train()
         return logits
 
@@ -130,16 +159,8 @@ class Server:
             )
         ordered = []
         for party, width in self.embedding_dims.items():
-            embedding = embeddings[party]
-            if embedding.shape != (batch, width) or not torch.is_floating_point(embedding):
-                raise WireError(
-                    f"party {party} sent an embedding of shape"
-                    f" {tuple(embedding.shape)} ({embedding.dtype}); expected"
-                    f" ({batch}, {width}) floating point"
-                )
-            if not all_finite(embedding):
-                raise WireError(f"party {party} sent an embedding with non-finite values")
-            ordered.append(embedding)
+            _check_embedding(embeddings[party], (batch, width), f"party {party}")
+            ordered.append(embeddings[party])
         return ordered
 
     def state_dict(self) -> dict[str, Any]:
@@ -158,3 +179,13 @@ class Server:
                 f"server fuses parties {self.party_ids} but the transport reaches"
                 f" {tuple(sorted(party_ids))}"
             )
+
+
+def _check_embedding(embedding: torch.Tensor, shape: tuple[int, int], source: str) -> None:
+    if tuple(embedding.shape) != shape or not torch.is_floating_point(embedding):
+        raise WireError(
+            f"{source} sent an embedding of shape {tuple(embedding.shape)} ({embedding.dtype});"
+            f" expected {shape} floating point"
+        )
+    if not all_finite(embedding):
+        raise WireError(f"{source} sent an embedding with non-finite values")

@@ -83,6 +83,8 @@ def summarize(records: list[dict[str, Any]], *, target: Target | None = None) ->
             "eval_total": final["bytes_eval"],
             "per_round": (up + down) / max(final["round"], 1),
         }
+    if "epsilon" in final:
+        summary["privacy"] = {"epsilon": final["epsilon"], "delta": final["delta"]}
     if target is not None:
         summary["target"] = {
             "metric": target.metric,

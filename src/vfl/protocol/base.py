@@ -32,6 +32,14 @@ class Trainer(Protocol):
         """Run one epoch (0-based) and return its mean training loss."""
         ...
 
+    def setup(self) -> None:
+        """One-off exchanges before training (key agreement); run again after a restart."""
+        ...
+
+    def privacy_spent(self) -> dict[str, float] | None:
+        """Epsilon (and delta) spent so far, or ``None`` for a run without a privacy mechanism."""
+        ...
+
     def evaluate(self, split: int) -> dict[str, float]:
         """Metrics of the current model on ``SPLIT_TRAIN`` or ``SPLIT_TEST``."""
         ...

@@ -99,5 +99,12 @@ class CentralizedTraining:
         self.optimizer.load_state_dict(state["optimizer"])
         self.rounds = int(state["rounds"])
 
+    def setup(self) -> None:
+        """Nothing to set up."""
+
+    def privacy_spent(self) -> dict[str, float] | None:
+        """No privacy mechanism."""
+        return None
+
     def close(self) -> None:
         """Nothing to release."""

@@ -94,6 +94,13 @@ class ServerLoop:
         """The transport's communication ledger."""
         return self.transport.ledger
 
+    def setup(self) -> None:
+        """Nothing to set up by default."""
+
+    def privacy_spent(self) -> dict[str, float] | None:
+        """No privacy mechanism by default."""
+        return None
+
     def train_round(self, ids: torch.Tensor) -> float:
         """One round on the batch ``ids`` (the round counter then advances); returns its loss."""
         if self.options.learning_rate is not None:

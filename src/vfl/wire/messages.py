@@ -112,3 +112,64 @@ class ViewBroadcast(Message):
 @dataclass(frozen=True)
 class RefreshRequest(Message):
     """Server to party (FedBCD-s): re-embed this round's batch with your updated model."""
+
+
+# Kinds 20-29: the Poisson Binomial Mechanism and secure aggregation (VFL-PBM).
+
+
+@register(kind=20)
+@dataclass(frozen=True)
+class SecAggSetup(Message):
+    """Server to party: start secure aggregation (Bonawitz et al.'s Protocol 0).
+
+    Attributes:
+        run_id: Fresh random bytes naming this key agreement (bound into every pair seed).
+        party_ids: ``int64`` ids of all parties, ascending.
+        max_count: The largest count a party contributes in training (PBM's b).
+        bits: k: masked counts are sent mod 2^k, k >= ceil(log2(M b + 1)).
+        eval_fraction_bits: f: evaluation embeddings are summed securely in fixed point with
+            2^f steps per clip bound (0: evaluation embeddings are not aggregated securely).
+    """
+
+    run_id: bytes
+    party_ids: torch.Tensor
+    max_count: int
+    bits: int
+    eval_fraction_bits: int
+
+
+@register(kind=21)
+@dataclass(frozen=True)
+class PublicKeyAnnounce(Message):
+    """Party to server: this party's X25519 public key (32 bytes) for the run."""
+
+    public_key: bytes
+
+
+@register(kind=22)
+@dataclass(frozen=True)
+class PublicKeyDirectory(Message):
+    """Server to party: every party's public key, relayed; the server holds no private key."""
+
+    party_ids: torch.Tensor
+    public_keys: tuple[bytes, ...]
+
+
+@register(kind=23)
+@dataclass(frozen=True)
+class MaskedCounts(Message):
+    """Party to server: a (B, P) block masked mod 2^k, bit-packed at k bits per value.
+
+    In training the block holds PBM counts; in evaluation, fixed-point embeddings. Only the sum
+    over all parties means anything to the server.
+    """
+
+    payload: bytes
+
+
+@register(kind=24)
+@dataclass(frozen=True)
+class PackedCounts(Message):
+    """Party to server (PBM without secure aggregation): counts bit-packed at ceil(log2(b+1))."""
+
+    payload: bytes
