@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -156,4 +158,4 @@ def test_private_training_learns_and_reports_a_growing_epsilon() -> None:
 
     # Assert
     assert trainer.evaluate(1)["accuracy"] > 0.6
-    assert all(a < b for a, b in zip(epsilons, epsilons[1:], strict=False))
+    assert all(a < b for a, b in itertools.pairwise(epsilons))
