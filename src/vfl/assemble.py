@@ -150,22 +150,20 @@ def party_privacy(config: RunConfig, party: int) -> PartySecureSum | None:
     return PartySecureSum(party, mechanism(config), generator, secure=secure_aggregation(config))
 
 
-def party_from_config(
+def party_options(
     config: RunConfig,
     party: int,
-    train_block: torch.Tensor,
-    test_block: torch.Tensor,
     *,
     train_labels: torch.Tensor | None = None,
     task: Task | None = None,
-    num_parties: int = 0,
-) -> Party:
-    """Party ``party`` as the config describes it.
+    widths: Mapping[int, int] | None = None,
+    head: nn.Module | None = None,
+) -> PartyOptions:
+    """How party ``party`` takes part in the configured protocol.
 
-    With shared labels the party also needs ``train_labels``, the ``task`` and ``num_parties``
-    (all parties send ``model.bottom.embedding_dim`` wide embeddings).
+    With shared labels the party also needs the ``train_labels``, the ``task``, every party's
+    embedding ``widths`` and a ``head`` replica (refreshed from each round's broadcast).
     """
-    model = bottom_model(config, party, tuple(train_block.shape[1:]))
     link = links(config)
     options = PartyOptions(
         steps=local_steps(config),
@@ -176,20 +174,46 @@ def party_from_config(
         privacy=party_privacy(config, party),
     )
     if config.protocol.labels == "shared":
-        if train_labels is None or task is None or num_parties < 1:
+        if train_labels is None or task is None or widths is None or head is None:
             raise ConfigError(
-                "shared labels: a party needs the labels, the task and the number of parties"
+                "shared labels: a party needs the labels, the task, the embedding widths and a"
+                " replica of the server model"
             )
-        widths = dict.fromkeys(range(1, num_parties + 1), config.model.bottom.embedding_dim)
         assert link.embedding is not None and link.server_model is not None
         options.shared = SharedLabels(
             labels=train_labels,
             task=task,
-            head=head_model(config, list(widths.values()), task),
-            widths=widths,
+            head=head,
+            widths=dict(widths),
             embeddings=link.embedding,
             server_model=link.server_model,
         )
+    return options
+
+
+def party_from_config(
+    config: RunConfig,
+    party: int,
+    train_block: torch.Tensor,
+    test_block: torch.Tensor,
+    *,
+    train_labels: torch.Tensor | None = None,
+    task: Task | None = None,
+    num_parties: int = 0,
+) -> Party:
+    """Party ``party`` as the config describes it, its bottom model built from the config.
+
+    With shared labels the party also needs ``train_labels``, the ``task`` and ``num_parties``
+    (all parties send ``model.bottom.embedding_dim`` wide embeddings).
+    """
+    model = bottom_model(config, party, tuple(train_block.shape[1:]))
+    widths = dict.fromkeys(range(1, num_parties + 1), config.model.bottom.embedding_dim)
+    head = None
+    if config.protocol.labels == "shared" and task is not None and widths:
+        head = head_model(config, list(widths.values()), task)
+    options = party_options(
+        config, party, train_labels=train_labels, task=task, widths=widths or None, head=head
+    )
     return Party(
         party,
         train_features=train_block,
@@ -230,6 +254,20 @@ def sampler_from_config(config: RunConfig, num_train: int) -> BatchSampler:
 def trainer_from_config(config: RunConfig, server: Server, transport: Transport) -> ServerLoop:
     """The server-side protocol loop over ``transport`` (in-process or network)."""
     sampler = sampler_from_config(config, len(server.labels[SPLIT_TRAIN]))
+    return protocol_loop(
+        config, server, transport, sampler, eval_batch_size=config.train.eval_batch_size
+    )
+
+
+def protocol_loop(
+    config: RunConfig,
+    server: Server,
+    transport: Transport,
+    sampler: BatchSampler,
+    *,
+    eval_batch_size: int,
+) -> ServerLoop:
+    """The loop of the configured protocol (its ``protocol``, ``compress`` and ``privacy``)."""
     options = LoopOptions(
         steps=local_steps(config),
         links=links(config),
@@ -239,17 +277,18 @@ def trainer_from_config(config: RunConfig, server: Server, transport: Transport)
     if config.privacy.mechanism == "pbm":
         width = next(iter(server.embedding_dims.values()))
         pbm = mechanism(config)
+        secure_sum = ServerSecureSum(
+            pbm,
+            server.party_ids,
+            secure=secure_aggregation(config),
+            fraction_bits=config.privacy.eval_fraction_bits,
+        )
         return PrivateSumTraining(
             server,
             transport,
             sampler,
-            eval_batch_size=config.train.eval_batch_size,
-            secure_sum=ServerSecureSum(
-                pbm,
-                server.party_ids,
-                secure=secure_aggregation(config),
-                fraction_bits=config.privacy.eval_fraction_bits,
-            ),
+            eval_batch_size=eval_batch_size,
+            secure_sum=secure_sum,
             event=pbm.event(parties=len(server.party_ids), dimension=width),
             delta=config.privacy.delta,
             options=options,
@@ -259,6 +298,4 @@ def trainer_from_config(config: RunConfig, server: Server, transport: Transport)
         loop = SharedLabelsTraining
     elif config.protocol.schedule == "sequential":
         loop = SequentialSplitLearning
-    return loop(
-        server, transport, sampler, eval_batch_size=config.train.eval_batch_size, options=options
-    )
+    return loop(server, transport, sampler, eval_batch_size=eval_batch_size, options=options)

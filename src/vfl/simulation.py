@@ -18,6 +18,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from vfl.assemble import party_options, protocol_loop
+from vfl.config import RunConfig
 from vfl.data.dataset import Dataset, check_finite
 from vfl.data.partition import Partition
 from vfl.errors import ConfigError, DataError
@@ -28,11 +30,9 @@ from vfl.party import Party
 from vfl.protocol.base import Trainer
 from vfl.protocol.centralized import CentralizedTraining
 from vfl.protocol.sampler import BatchSampler
-from vfl.protocol.split import SplitLearning
 from vfl.server import Server
 from vfl.transport.base import PartyEndpoint
 from vfl.transport.inproc import InProcTransport
-from vfl.wire import SPLIT_TRAIN
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,7 @@ def simulate(
     shuffle: bool = True,
     seed: int = 0,
     centralized: bool = False,
+    protocol: RunConfig | None = None,
 ) -> Simulation:
     """Build a one-process run: VFL through the in-process transport, or the centralized baseline.
 
@@ -148,6 +149,10 @@ def simulate(
         shuffle: Shuffle every epoch (seeded).
         seed: Seed of the batch order.
         centralized: Train ``CombinedModel(bottoms, head)`` in one process, with no messages.
+        protocol: Protocol options from a run config: its ``[protocol]`` (labels, local steps,
+            schedule, proximal term), ``[compress]``, ``[privacy]`` tables and
+            ``train.optimizer.lr_schedule``, seeded by ``train.seed``. The default is split
+            learning (labels private, one step per exchange, no compression).
     """
     if len(bottoms) != data.num_parties:
         raise ConfigError(f"got {len(bottoms)} bottom models for {data.num_parties} parties")
@@ -166,6 +171,11 @@ def simulate(
             eval_batch_size=eval_batch_size,
         )
         return Simulation(trainer)
+    config = protocol or RunConfig()
+    widths = {
+        i: embedding_width(b, x)
+        for i, (b, x) in enumerate(zip(bottoms, data.train_blocks, strict=True), start=1)
+    }
     parties = [
         Party(
             i,
@@ -173,12 +183,19 @@ def simulate(
             test_features=test,
             model=bottom,
             optimizer=optimizer(bottom.parameters()),
+            options=party_options(
+                config,
+                i,
+                train_labels=data.train_labels,
+                task=data.task,
+                widths=widths,
+                head=copy.deepcopy(head),
+            ),
         )
         for i, (train, test, bottom) in enumerate(
             zip(data.train_blocks, data.test_blocks, bottoms, strict=True), start=1
         )
     ]
-    widths = {p.party_id: embedding_width(p.model, p.features[SPLIT_TRAIN]) for p in parties}
     server = Server(
         head=head,
         task=data.task,
@@ -188,9 +205,8 @@ def simulate(
         embedding_dims=widths,
     )
     transport = InProcTransport({p.party_id: PartyEndpoint(p.party_id, p.handle) for p in parties})
-    return Simulation(
-        SplitLearning(server, transport, sampler, eval_batch_size=eval_batch_size), parties
-    )
+    loop = protocol_loop(config, server, transport, sampler, eval_batch_size=eval_batch_size)
+    return Simulation(loop, parties)
 
 
 def clone_modules(

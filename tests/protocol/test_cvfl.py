@@ -158,3 +158,37 @@ def test_gradient_compression_is_private_labels_only() -> None:
     message = r"compress\.gradient applies to protocol\.labels = 'private'"
     with pytest.raises(Exception, match=message):
         train("protocol.labels=shared", "compress.gradient.name=scalar")
+
+
+def test_the_python_api_runs_c_vfl_with_user_modules() -> None:
+    # Prepare: the user's own modules plus protocol options from a config
+    from tests.conftest import make_models
+    from vfl.simulation import simulate
+
+    vertical = data()
+    bottoms, head = make_models(vertical)
+    options = load_config(
+        None,
+        [
+            "protocol.labels=shared",
+            "protocol.local_steps=3",
+            "compress.embedding.name=scalar",
+            "compress.embedding.bits=4",
+        ],
+    )
+
+    # Execute
+    simulation = simulate(
+        vertical,
+        bottoms=bottoms,
+        head=head,
+        protocol=options,
+        optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+        batch_size=32,
+    )
+    simulation.trainer.train_epoch(0)
+
+    # Assert
+    ledger = simulation.trainer.ledger
+    assert ledger.messages(kind="ViewBroadcast") == 3 * simulation.trainer.rounds
+    assert ledger.total(kind="CompressedEmbedReply") < 32 * 4 * 4 * 3 * simulation.trainer.rounds
