@@ -33,6 +33,9 @@ class DataConfig:
         test_fraction: For sources without a defined split: the seeded test share.
         max_train_samples: Use a seeded subsample of this many training rows (0 = all).
         max_test_samples: Use a seeded subsample of this many test rows (0 = all).
+        positive_classes: Make the task binary: these class indices become class 1 and every
+            other class 0 (e.g. ``[1, 3, 5, 7, 9]`` for odd MNIST digits); empty keeps the
+            classes.
     """
 
     name: str = "mnist"
@@ -43,6 +46,7 @@ class DataConfig:
     test_fraction: float = 0.2
     max_train_samples: int = 0
     max_test_samples: int = 0
+    positive_classes: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         check(bool(self.name), "name", "must name a data set; see `vfl data list`")
@@ -205,6 +209,8 @@ class TrainConfig:
         checkpoint: Write a checkpoint after every epoch (for ``--resume``).
         eval_at_start: Evaluate the untrained model first (epoch 0 of ``metrics.jsonl``), so that
             curves and costs-to-target start from zero traffic.
+        eval_every: Also evaluate every this many rounds within epochs (0: after each epoch
+            only); for rounds-to-target at round granularity.
     """
 
     epochs: int = 5
@@ -215,8 +221,10 @@ class TrainConfig:
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     checkpoint: bool = True
     eval_at_start: bool = True
+    eval_every: int = 0
 
     def __post_init__(self) -> None:
+        check(self.eval_every >= 0, "eval_every", f"must be >= 0, got {self.eval_every}")
         check(self.epochs >= 1, "epochs", f"must be >= 1, got {self.epochs}")
         check(self.batch_size >= 1, "batch_size", f"must be >= 1, got {self.batch_size}")
         check(
@@ -395,12 +403,14 @@ class TargetConfig:
             party, in ms (the paper's 10); 0 uses this run's measured training time per step.
         latencies_ms: Round-trip latencies t_c for which the summary reports
             ``rounds × (Q·t_compute + t_c)``.
+        stop: End training at the first evaluation that reaches the target.
     """
 
     metric: str = ""
     value: float = 0.0
     compute_ms: float = 10.0
     latencies_ms: tuple[float, ...] = (1.0, 10.0, 50.0, 200.0)
+    stop: bool = False
 
     def __post_init__(self) -> None:
         check(
@@ -409,6 +419,7 @@ class TargetConfig:
             f"must be one of {', '.join(map(repr, TARGET_METRICS))}; got {self.metric!r}",
         )
         check(self.compute_ms >= 0, "compute_ms", f"must be >= 0, got {self.compute_ms}")
+        check(not self.stop or bool(self.metric), "stop", "needs a target metric")
         check(
             all(t >= 0 for t in self.latencies_ms),
             "latencies_ms",

@@ -4,17 +4,41 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from tqdm import tqdm
 
 from vfl.errors import ConfigError
+from vfl.protocol.base import Trainer
 from vfl.results import LEDGER, SUMMARY, RunDirectory
 from vfl.simulation import Simulation
 from vfl.summary import Target, summarize
-from vfl.transport.ledger import Ledger
 from vfl.wire import SPLIT_TEST
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When to evaluate and when to stop.
+
+    Attributes:
+        epochs: Epochs to train.
+        eval_at_start: Record the untrained model first (epoch 0, no traffic).
+        eval_every: Also evaluate every this many rounds inside epochs (0: after epochs only).
+        target: The target the summary reports the cost of.
+        stop_at_target: Stop as soon as an evaluation meets ``target``.
+    """
+
+    epochs: int
+    eval_at_start: bool = True
+    eval_every: int = 0
+    target: Target | None = None
+    stop_at_target: bool = False
+
+
+class _TargetReached(Exception):
+    """Raised from inside an epoch to stop training at the target."""
 
 
 def fit(
@@ -26,84 +50,147 @@ def fit(
     checkpoint: bool = True,
     resume: bool = False,
     eval_at_start: bool = True,
+    eval_every: int = 0,
     target: Target | None = None,
+    stop_at_target: bool = False,
 ) -> list[dict[str, Any]]:
-    """Train for ``epochs`` epochs, evaluating on the test split after each.
+    """Train for ``epochs`` epochs, evaluating on the test split after each (and in between).
 
     With a run directory, records go to ``metrics.jsonl`` and a checkpoint is written after every
     epoch; with ``resume``, training continues after the checkpoint's last completed epoch.
-
     With ``eval_at_start``, a fresh run first records epoch 0: the untrained model, no traffic.
-    ``target`` adds rounds, bytes and time to reach a metric value to the summary.
+    ``eval_every`` adds evaluations every that many rounds (their ``epoch`` is fractional).
+    ``target`` adds rounds, bytes and time to reach a metric value to the summary, and with
+    ``stop_at_target`` training ends at the first evaluation that meets it.
 
     Returns:
         One metrics record per evaluation (all epochs, including resumed ones).
     """
-    start_epoch, elapsed = 0, 0.0
-    if resume:
-        if run is None:
+    if stop_at_target and target is None:
+        raise ConfigError("stopping at the target needs a target (target.metric)")
+    schedule = Schedule(epochs, eval_at_start, eval_every, target, stop_at_target)
+    return _Fit(simulation, schedule, run, progress, checkpoint).run(resume)
+
+
+class _Fit:
+    def __init__(
+        self,
+        simulation: Simulation,
+        schedule: Schedule,
+        run: RunDirectory | None,
+        progress: bool,
+        checkpoint: bool,
+    ) -> None:
+        self.simulation = simulation
+        self.trainer: Trainer = simulation.trainer
+        self.schedule = schedule
+        self.run_files = run
+        self.progress = progress
+        self.checkpoint = checkpoint and run is not None
+        self.records: list[dict[str, Any]] = []
+        self.earlier = 0.0  # wall time of the run before a resume
+        self.started = time.perf_counter()
+        self.epoch_started = self.started
+        self.eval_seconds = 0.0
+
+    @property
+    def elapsed(self) -> float:
+        """Wall time of the run so far, across resumes."""
+        return self.earlier + time.perf_counter() - self.started
+
+    def run(self, resume: bool) -> list[dict[str, Any]]:
+        start_epoch = self._resume() if resume else 0
+        self.records = self.run_files.read_metrics() if self.run_files is not None else []
+        self.trainer.setup()
+        if self.schedule.eval_at_start and start_epoch == 0:
+            self._evaluate(None, train_time=0.0)
+        try:
+            for epoch in range(start_epoch, self.schedule.epochs):
+                self._epoch(epoch)
+        except _TargetReached:
+            pass
+        if self.run_files is not None:
+            summary = summarize(self.records, target=self.schedule.target)
+            self.run_files.write_json(SUMMARY, summary)
+            if self.trainer.ledger is not None:
+                self.trainer.ledger.write_csv(self.run_files.file(LEDGER))
+        return self.records
+
+    def _resume(self) -> int:
+        if self.run_files is None:
             raise ConfigError("resuming needs the run directory that holds the checkpoint")
-        state = run.load_checkpoint()
-        simulation.load_state_dict(state["simulation"])
+        state = self.run_files.load_checkpoint()
+        self.simulation.load_state_dict(state["simulation"])
         torch.set_rng_state(state["torch_rng"])
-        start_epoch, elapsed = int(state["epoch"]), float(state["elapsed"])
-        run.truncate_metrics(start_epoch)
-    records = run.read_metrics() if run is not None else []
-    trainer = simulation.trainer
-    trainer.setup()
-    if eval_at_start and start_epoch == 0:
+        self.earlier = float(state["elapsed"])
+        epoch = int(state["epoch"])
+        self.run_files.truncate_metrics(epoch)
+        return epoch
+
+    def _epoch(self, epoch: int) -> None:
+        self.epoch_started = time.perf_counter()
+        self.eval_seconds = 0.0
+        total = len(self.trainer.sampler)
+        with _RoundBar(epoch, self.schedule.epochs, total, self.progress) as bar:
+
+            def after_round(loss: float) -> None:
+                bar(loss)
+                every = self.schedule.eval_every
+                if every and self.trainer.rounds % every == 0 and self.trainer.rounds % total:
+                    self._evaluate(None, train_time=self._training_seconds())
+
+            train_loss = self.trainer.train_epoch(epoch, on_round=after_round)
+        self._evaluate(train_loss, train_time=self._training_seconds())
+        if self.checkpoint and self.run_files is not None:
+            self.run_files.save_checkpoint(
+                {
+                    "epoch": epoch + 1,
+                    "elapsed": self.elapsed,
+                    "simulation": self.simulation.state_dict(),
+                    "torch_rng": torch.get_rng_state(),
+                }
+            )
+
+    def _training_seconds(self) -> float:
+        """Seconds of training in the current epoch so far (evaluations excluded)."""
+        return time.perf_counter() - self.epoch_started - self.eval_seconds
+
+    def _evaluate(self, train_loss: float | None, *, train_time: float) -> None:
         started = time.perf_counter()
-        metrics = trainer.evaluate(SPLIT_TEST)
-        elapsed += time.perf_counter() - started
-        record = _record(
-            -1,
-            trainer.rounds,
-            None,
-            metrics,
-            trainer.ledger,
-            train_time=0.0,
-            elapsed=elapsed,
-            privacy=trainer.privacy_spent(),
-        )
-        records.append(record)
-        if run is not None:
-            run.append_metrics(record)
-    for epoch in range(start_epoch, epochs):
-        started = time.perf_counter()
-        with _RoundBar(epoch, epochs, len(trainer.sampler), progress) as bar:
-            train_loss = trainer.train_epoch(epoch, on_round=bar)
-        train_time = time.perf_counter() - started
-        metrics = trainer.evaluate(SPLIT_TEST)
-        elapsed += time.perf_counter() - started
-        record = _record(
-            epoch,
-            trainer.rounds,
-            train_loss,
-            metrics,
-            trainer.ledger,
-            train_time=train_time,
-            elapsed=elapsed,
-            privacy=trainer.privacy_spent(),
-        )
-        records.append(record)
-        if progress:
+        metrics = self.trainer.evaluate(SPLIT_TEST)
+        self.eval_seconds += time.perf_counter() - started
+        record = self._record(train_loss, metrics, train_time)
+        self.records.append(record)
+        if self.progress and train_loss is not None:
             tqdm.write(_describe(record))
-        if run is not None:
-            run.append_metrics(record)
-            if checkpoint:
-                run.save_checkpoint(
-                    {
-                        "epoch": epoch + 1,
-                        "elapsed": elapsed,
-                        "simulation": simulation.state_dict(),
-                        "torch_rng": torch.get_rng_state(),
-                    }
-                )
-    if run is not None:
-        run.write_json(SUMMARY, summarize(records, target=target))
-        if trainer.ledger is not None:
-            trainer.ledger.write_csv(run.file(LEDGER))
-    return records
+        if self.run_files is not None:
+            self.run_files.append_metrics(record)
+        target = self.schedule.target
+        if self.schedule.stop_at_target and target is not None and target.reached_by(record):
+            raise _TargetReached
+
+    def _record(
+        self, train_loss: float | None, metrics: dict[str, float], train_time: float
+    ) -> dict[str, Any]:
+        rounds = self.trainer.rounds
+        epoch = round(rounds / len(self.trainer.sampler), 6)
+        record: dict[str, Any] = {
+            "epoch": int(epoch) if epoch.is_integer() else epoch,
+            "round": rounds,
+            "train_loss": train_loss,
+        }
+        record.update({f"test_{name}": value for name, value in metrics.items()})
+        ledger = self.trainer.ledger
+        if ledger is not None:
+            record["bytes_up"] = ledger.total(phase="train", direction="up")
+            record["bytes_down"] = ledger.total(phase="train", direction="down")
+            record["bytes_eval"] = ledger.total(phase="eval")
+        privacy = self.trainer.privacy_spent()
+        if privacy is not None:
+            record.update(privacy)
+        record["epoch_train_seconds"] = train_time
+        record["wall_time"] = self.elapsed
+        return record
 
 
 class _RoundBar:
@@ -131,30 +218,6 @@ class _RoundBar:
 
     def __exit__(self, *exc: object) -> None:
         self._bar.close()
-
-
-def _record(
-    epoch: int,
-    rounds: int,
-    train_loss: float | None,
-    metrics: dict[str, float],
-    ledger: Ledger | None,
-    *,
-    train_time: float,
-    elapsed: float,
-    privacy: dict[str, float] | None = None,
-) -> dict[str, Any]:
-    record: dict[str, Any] = {"epoch": epoch + 1, "round": rounds, "train_loss": train_loss}
-    record.update({f"test_{name}": value for name, value in metrics.items()})
-    if ledger is not None:
-        record["bytes_up"] = ledger.total(phase="train", direction="up")
-        record["bytes_down"] = ledger.total(phase="train", direction="down")
-        record["bytes_eval"] = ledger.total(phase="eval")
-    if privacy is not None:
-        record.update(privacy)
-    record["epoch_train_seconds"] = train_time
-    record["wall_time"] = elapsed
-    return record
 
 
 def _describe(record: dict[str, Any]) -> str:

@@ -71,7 +71,31 @@ def load_data(config: RunConfig) -> Dataset:
         options = {"test_fraction": data.test_fraction} if data.name == "default-credit" else {}
         root = Path(data.path) if data.path else None
         dataset = load_dataset(data.name, root=root, **options)
-    return subsample(dataset, data.max_train_samples, data.max_test_samples)
+    dataset = subsample(dataset, data.max_train_samples, data.max_test_samples)
+    return binarize(dataset, data.positive_classes) if data.positive_classes else dataset
+
+
+def binarize(dataset: Dataset, positive: Sequence[int]) -> Dataset:
+    """The data set with labels 1 for the ``positive`` classes and 0 for the rest."""
+    invalid = sorted(set(positive) - set(range(dataset.num_classes)))
+    if invalid:
+        raise ConfigError(
+            f"data.positive_classes: {invalid} are not classes of"
+            f" {dataset.name!r}; valid: 0..{dataset.num_classes - 1}"
+        )
+    chosen = np.asarray(sorted(set(positive)))
+
+    def relabel(split: Split) -> Split:
+        labels = np.isin(split.labels, chosen).astype(np.int64)
+        return Split(split.ids, split.features, labels)
+
+    names = ", ".join(dataset.classes[i] for i in chosen)
+    return replace(
+        dataset,
+        train=relabel(dataset.train),
+        test=relabel(dataset.test),
+        classes=(f"not ({names})", f"({names})"),
+    )
 
 
 def subsample(dataset: Dataset, max_train: int, max_test: int) -> Dataset:
@@ -195,6 +219,8 @@ def run(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str, 
             checkpoint=config.train.checkpoint,
             resume=resume,
             eval_at_start=config.train.eval_at_start,
+            eval_every=config.train.eval_every,
+            stop_at_target=config.target.stop,
             target=Target(config.target.metric, config.target.value)
             if config.target.metric
             else None,

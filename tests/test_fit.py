@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tests.conftest import make_models, make_vertical_data
+from tests.test_cli import write_config, write_table
+from vfl.cli import main
+from vfl.data.dataset import Dataset, Split
+from vfl.errors import ConfigError
+from vfl.fit import fit
+from vfl.runner import binarize
+from vfl.simulation import Simulation, simulate
+
+
+def small_simulation() -> Simulation:
+    data = make_vertical_data(num_train=100, num_test=40)
+    bottoms, head = make_models(data)
+    return simulate(
+        data,
+        bottoms=bottoms,
+        head=head,
+        batch_size=10,
+        optimizer=lambda p: torch.optim.Adam(p, lr=0.05),
+    )
+
+
+def test_evaluations_inside_epochs_have_fractional_epochs() -> None:
+    # Execute: 10 rounds per epoch, an evaluation every 4 rounds
+    records = fit(small_simulation(), epochs=2, progress=False, eval_every=4)
+
+    # Assert
+    assert [r["round"] for r in records] == [0, 4, 8, 10, 12, 16, 20]
+    assert [r["epoch"] for r in records] == [0, 0.4, 0.8, 1, 1.2, 1.6, 2]
+    assert [r["train_loss"] is None for r in records] == [
+        True,
+        True,
+        True,
+        False,
+        True,
+        True,
+        False,
+    ]
+
+
+def test_training_stops_at_the_target(tmp_path: Path) -> None:
+    # Prepare
+    config = write_config(tmp_path, write_table(tmp_path / "t.csv"))
+
+    # Execute
+    main(
+        [
+            "run",
+            str(config),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--set",
+            "train.epochs=20",
+            "--set",
+            "train.eval_every=2",
+            "--set",
+            "target.metric=test_accuracy",
+            "--set",
+            "target.value=0.7",
+            "--set",
+            "target.stop=true",
+        ]
+    )
+
+    # Assert
+    records = [
+        json.loads(line) for line in (tmp_path / "run/metrics.jsonl").read_text().splitlines()
+    ]
+    assert records[-1]["test_accuracy"] >= 0.7
+    assert all(r["test_accuracy"] < 0.7 for r in records[:-1])
+    assert records[-1]["epoch"] < 20
+    summary = json.loads((tmp_path / "run/summary.json").read_text())
+    assert summary["target"]["reached"]["round"] == records[-1]["round"]
+
+
+def test_stopping_needs_a_target() -> None:
+    with pytest.raises(ConfigError, match="needs a target"):
+        fit(small_simulation(), epochs=1, progress=False, stop_at_target=True)
+
+
+def test_binarize_maps_the_positive_classes_to_one() -> None:
+    # Prepare
+    split = Split(np.arange(6), np.zeros((6, 2), np.float32), np.array([0, 1, 2, 3, 4, 5]))
+    dataset = Dataset("d", split, split, classes=tuple("abcdef"), columns=("x", "y"))
+
+    # Execute
+    binary = binarize(dataset, [1, 3, 5])
+
+    # Assert
+    assert binary.train.labels.tolist() == [0, 1, 0, 1, 0, 1]
+    assert binary.classes == ("not (b, d, f)", "(b, d, f)")
+    with pytest.raises(ConfigError, match=r"\[7\] are not classes"):
+        binarize(dataset, [7])
