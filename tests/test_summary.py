@@ -9,10 +9,20 @@ def records() -> list[dict]:  # type: ignore[type-arg]
     rows = []
     for epoch, (acc, loss) in enumerate([(0.1, 2.3), (0.8, 0.6), (0.93, 0.3), (0.91, 0.25)]):
         train_loss = None if epoch == 0 else loss
-        rows.append({"epoch": epoch, "round": 10 * epoch, "train_loss": train_loss,
-                     "test_accuracy": acc, "test_loss": loss, "test_auc": math.nan,
-                     "bytes_up": 100 * epoch, "bytes_down": 50 * epoch, "bytes_eval": 7,
-                     "wall_time": 1.5 * epoch})
+        rows.append(
+            {
+                "epoch": epoch,
+                "round": 10 * epoch,
+                "train_loss": train_loss,
+                "test_accuracy": acc,
+                "test_loss": loss,
+                "test_auc": math.nan,
+                "bytes_up": 100 * epoch,
+                "bytes_down": 50 * epoch,
+                "bytes_eval": 7,
+                "wall_time": 1.5 * epoch,
+            }
+        )
     return rows
 
 
