@@ -1,0 +1,173 @@
+"""``vfl certs``: a test certificate authority, a server certificate, party certificates, tokens.
+
+For trials and tests only: a real deployment uses certificates from the organisations' own CA.
+Keys are ECDSA P-256; certificates are signed with SHA-256. Party certificates carry
+``party-<id>`` as common name and as DNS subject alternative name, which is what the server
+checks under mutual TLS (``vfl.transport.security``). Private keys and tokens are written with
+mode 0600.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from vfl.errors import ConfigError
+from vfl.transport.security import party_name, token_digest
+
+CA_NAME = "vfl test CA"
+DEFAULT_SERVER_NAMES = ("localhost", "127.0.0.1")
+
+
+@dataclass(frozen=True)
+class PartyFiles:
+    """One party's certificate, key and token files, and the token's digest."""
+
+    cert: Path
+    key: Path
+    token: Path
+    token_sha256: str
+
+
+@dataclass(frozen=True)
+class PkiFiles:
+    """The files ``create_test_pki`` wrote."""
+
+    ca_cert: Path
+    ca_key: Path
+    server_cert: Path
+    server_key: Path
+    parties: dict[int, PartyFiles]
+
+
+def create_test_pki(
+    directory: Path,
+    *,
+    parties: Sequence[int],
+    server_names: Sequence[str] = DEFAULT_SERVER_NAMES,
+    days: int = 30,
+) -> PkiFiles:
+    """Write a CA, a server certificate for ``server_names``, and a certificate and token per party.
+
+    Args:
+        directory: Where the files go (created if missing).
+        parties: The party ids.
+        server_names: DNS names and IP addresses the parties dial the server by.
+        days: Validity of every certificate.
+
+    Raises:
+        ConfigError: on an empty or invalid name list, a party id below 1, or ``days < 1``.
+    """
+    if not server_names:
+        raise ConfigError("the server certificate needs at least one name (--server-name)")
+    if any(party < 1 for party in parties) or len(set(parties)) != len(parties):
+        raise ConfigError(f"party ids must be distinct integers >= 1, got {list(parties)}")
+    if days < 1:
+        raise ConfigError(f"days must be >= 1, got {days}")
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_cert = _certificate(CA_NAME, ca_key, ca_key, CA_NAME, days, ca=True)
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    server_cert = _certificate(
+        server_names[0], server_key, ca_key, CA_NAME, days, names=server_names, server=True
+    )
+    files = PkiFiles(
+        ca_cert=_write_cert(directory / "ca.pem", ca_cert),
+        ca_key=_write_key(directory / "ca.key", ca_key),
+        server_cert=_write_cert(directory / "server.pem", server_cert),
+        server_key=_write_key(directory / "server.key", server_key),
+        parties={},
+    )
+    for party in parties:
+        files.parties[party] = _party_files(directory, party, ca_key, days)
+    return files
+
+
+def _party_files(
+    directory: Path, party: int, ca_key: ec.EllipticCurvePrivateKey, days: int
+) -> PartyFiles:
+    name = party_name(party)
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = _certificate(name, key, ca_key, CA_NAME, days, names=[name])
+    token = secrets.token_urlsafe(32)
+    token_path = directory / f"{name}.token"
+    _write_private(token_path, (token + "\n").encode())
+    return PartyFiles(
+        cert=_write_cert(directory / f"{name}.pem", cert),
+        key=_write_key(directory / f"{name}.key", key),
+        token=token_path,
+        token_sha256=token_digest(token),
+    )
+
+
+def _certificate(
+    common_name: str,
+    key: ec.EllipticCurvePrivateKey,
+    issuer_key: ec.EllipticCurvePrivateKey,
+    issuer_name: str,
+    days: int,
+    *,
+    names: Sequence[str] = (),
+    ca: bool = False,
+    server: bool = False,
+) -> x509.Certificate:
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer_name)]))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))  # tolerate clock skew
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if names:
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([_general_name(n) for n in names]), critical=False
+        )
+    if not ca:
+        usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
+        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def _general_name(name: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        if not name or any(c.isspace() for c in name):
+            raise ConfigError(f"invalid server name {name!r}: give a DNS name or an IP") from None
+        return x509.DNSName(name)
+
+
+def _write_cert(path: Path, cert: x509.Certificate) -> Path:
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return path
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> Path:
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    _write_private(path, pem)
+    return path
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
+    os.chmod(path, 0o600)

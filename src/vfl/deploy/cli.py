@@ -1,0 +1,122 @@
+"""The deployment subcommands: ``server``, ``party``, ``launch`` and ``certs`` (parse + dispatch).
+
+``vfl.cli`` adds them with ``register(subparsers)``; ``python -m vfl.deploy`` offers the same
+commands on their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from vfl.errors import ConfigError
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the deployment subcommands to an ``argparse`` subparsers object."""
+    server = commands.add_parser("server", help="run the server (label holder) of a deployment")
+    server.add_argument("--config", type=Path, required=True, help="RUN.toml")
+    server.add_argument("--run-dir", type=Path, help="results (default: output.dir/...)")
+    server.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    server.add_argument("--port-file", type=Path, help="write the listening port here")
+    _overrides(server)
+    server.set_defaults(handler=_server)
+
+    party = commands.add_parser("party", help="run one party of a deployment")
+    party.add_argument("--config", type=Path, required=True, help="PARTY.toml")
+    party.add_argument("--resume", action="store_true", help="continue with the state_dir's run")
+    party.add_argument("--server", default="", help="dial this host:port instead of the config's")
+    _overrides(party)
+    party.set_defaults(handler=_party)
+
+    launch = commands.add_parser("launch", help="run a deployment as local processes")
+    launch.add_argument("config", type=Path, help="RUN.toml naming each party's PARTY.toml")
+    launch.add_argument("--run-dir", type=Path, help="results (default: output.dir/...)")
+    launch.add_argument("--resume", action="store_true", help="resume the server and parties")
+    _overrides(launch)
+    launch.set_defaults(handler=_launch)
+
+    certs = commands.add_parser("certs", help="create a test CA, certificates and party tokens")
+    certs.add_argument("--out", type=Path, required=True, help="directory for the files")
+    certs.add_argument("--parties", type=int, nargs="+", required=True, metavar="ID")
+    certs.add_argument(
+        "--server-name",
+        action="append",
+        default=[],
+        help="DNS name or IP the parties dial (repeatable; default: localhost and 127.0.0.1)",
+    )
+    certs.add_argument("--days", type=int, default=30, help="validity (default: 30)")
+    certs.set_defaults(handler=_certs)
+
+
+def _overrides(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value (repeatable)",
+    )
+
+
+def _server(args: argparse.Namespace) -> int:
+    from vfl.deploy.config import load_run_config
+    from vfl.deploy.server import run_server
+    from vfl.runner import default_run_dir
+
+    _log_to_stderr()
+    config, deployment = load_run_config(args.config, args.overrides)
+    run_dir = args.run_dir or default_run_dir(config, args.config.stem)
+    if args.resume and args.run_dir is None and not config.output.name:
+        raise ConfigError("--resume needs the run directory: give --run-dir or output.name")
+    print(f"run directory: {run_dir}", file=sys.stderr)
+    summary = run_server(config, deployment, run_dir, resume=args.resume, port_file=args.port_file)
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _party(args: argparse.Namespace) -> int:
+    from vfl.deploy.config import load_party_config
+    from vfl.deploy.party import run_party
+
+    _log_to_stderr()
+    config = load_party_config(args.config, args.overrides)
+    run_party(config, resume=args.resume, server=args.server)
+    return 0
+
+
+def _launch(args: argparse.Namespace) -> int:
+    from vfl.deploy.launch import launch
+
+    _log_to_stderr()
+    run_dir = launch(
+        args.config, run_dir=args.run_dir, overrides=args.overrides, resume=args.resume
+    )
+    print(f"results in {run_dir} (logs in {run_dir / 'logs'})", file=sys.stderr)
+    return 0
+
+
+def _certs(args: argparse.Namespace) -> int:
+    from vfl.deploy.certs import DEFAULT_SERVER_NAMES, create_test_pki
+
+    pki = create_test_pki(
+        args.out,
+        parties=args.parties,
+        server_names=args.server_name or DEFAULT_SERVER_NAMES,
+        days=args.days,
+    )
+    print(f"wrote a test CA, a server certificate and {len(pki.parties)} party certificates")
+    print(f"and tokens to {args.out}; for RUN.toml:\n")
+    for party, files in pki.parties.items():
+        print(f'[[deployment.parties]]\nid = {party}\ntoken_sha256 = "{files.token_sha256}"\n')
+    return 0
+
+
+def _log_to_stderr() -> None:
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)

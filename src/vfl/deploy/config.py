@@ -1,0 +1,298 @@
+"""Deployment configs: PARTY.toml, and the ``[deployment]`` table of the server's RUN.toml.
+
+RUN.toml is a normal run config (``vfl.config.RunConfig``) whose ``[data]`` names the server's
+labels table (``name = "table"``, ``path``, ``test_path``, ``label``, ``id_column``) plus a
+``[deployment]`` table. PARTY.toml names only the party's own files, columns and credentials.
+Relative paths in either file are resolved against the directory of the file that names them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from vfl.config import DataConfig, RunConfig
+from vfl.configio import check, from_mapping, merge, parse_overrides, read_toml
+from vfl.errors import ConfigError
+from vfl.transport.retry import RetryPolicy
+from vfl.transport.security import PartyCredential
+
+
+@dataclass(frozen=True)
+class ServerTlsConfig:
+    """The server's TLS files (PEM).
+
+    Attributes:
+        cert: The server certificate; its names must include the host parties dial.
+        key: Its private key.
+        ca: The CA that signs party certificates (needed for mutual TLS).
+        mutual: Require a client certificate naming ``party-<id>`` from every party.
+    """
+
+    cert: str = ""
+    key: str = ""
+    ca: str = ""
+    mutual: bool = False
+
+    def __post_init__(self) -> None:
+        check(bool(self.cert), "cert", "TLS is required: give the server certificate file")
+        check(bool(self.key), "key", "TLS is required: give the server's private key file")
+        check(not self.mutual or bool(self.ca), "ca", "mutual TLS needs the party CA file")
+
+
+@dataclass(frozen=True)
+class PartyEntry:
+    """One party of the run, as the server knows it.
+
+    Attributes:
+        id: Party id, 1..M.
+        token_sha256: Hex SHA-256 of its token (``vfl certs`` prints it); empty if it
+            authenticates by client certificate alone.
+        config: Its PARTY.toml, used only by ``vfl launch`` on one machine.
+    """
+
+    id: int = 0
+    token_sha256: str = ""
+    config: str = ""
+
+    def __post_init__(self) -> None:
+        check(self.id >= 1, "id", f"party ids start at 1, got {self.id}")
+        PartyCredential(self.token_sha256)  # validates the digest's form
+
+
+@dataclass(frozen=True)
+class DeploymentConfig:
+    """The ``[deployment]`` table of RUN.toml.
+
+    Attributes:
+        listen: ``host:port`` the server listens on.
+        tls: The server's TLS files.
+        parties: Every party of the run (``[[deployment.parties]]``).
+        connect_timeout_s: How long to wait for all parties to connect (also after a failure).
+        request_timeout_s: How long to wait for each reply before asking again.
+        setup_timeout_s: The same for alignment, setup and checkpoint requests, which take
+            longer (PSI blinds every ID; setup encodes the party's table).
+        attempts: Times a request is sent before its party counts as failed.
+        reconnect_s: How long a party whose stream broke may take to reconnect before its
+            open request fails.
+        backoff_s: Delay before the first retry; doubles each retry.
+        max_backoff_s: Cap on the retry delay.
+        max_recoveries: Times a run rolls back to its last checkpoint after a party restart.
+        keepalive_s: Keepalive ping interval on idle streams.
+        max_message_mib: Largest message accepted, in MiB.
+    """
+
+    listen: str = "0.0.0.0:50051"
+    tls: ServerTlsConfig = field(default_factory=ServerTlsConfig)
+    parties: tuple[PartyEntry, ...] = ()
+    connect_timeout_s: float = 600.0
+    request_timeout_s: float = 60.0
+    setup_timeout_s: float = 600.0
+    attempts: int = 3
+    reconnect_s: float = 15.0
+    backoff_s: float = 0.5
+    max_backoff_s: float = 10.0
+    max_recoveries: int = 3
+    keepalive_s: float = 20.0
+    max_message_mib: int = 256
+
+    def __post_init__(self) -> None:
+        ids = [p.id for p in self.parties]
+        check(bool(ids), "parties", "list every party in [[deployment.parties]]")
+        check(len(set(ids)) == len(ids), "parties", f"party ids must be distinct, got {ids}")
+        for party in self.parties:
+            check(
+                bool(party.token_sha256) or self.tls.mutual,
+                "parties",
+                f"party {party.id} needs a token_sha256 unless tls.mutual = true",
+            )
+        check(self.connect_timeout_s > 0, "connect_timeout_s", "must be > 0")
+        check(self.setup_timeout_s > 0, "setup_timeout_s", "must be > 0")
+        check(self.max_recoveries >= 0, "max_recoveries", "must be >= 0")
+        check(self.keepalive_s >= 1, "keepalive_s", "must be >= 1")
+        check(self.max_message_mib >= 1, "max_message_mib", "must be >= 1")
+        self.retry_policy()
+
+    def retry_policy(self) -> RetryPolicy:
+        """The transport's timeouts and retries."""
+        return RetryPolicy(
+            attempts=self.attempts,
+            timeout_s=self.request_timeout_s,
+            backoff_s=self.backoff_s,
+            max_backoff_s=self.max_backoff_s,
+            reconnect_s=self.reconnect_s,
+        )
+
+    def credentials(self) -> dict[int, PartyCredential]:
+        """What authenticates each party."""
+        return {p.id: PartyCredential(p.token_sha256) for p in self.parties}
+
+
+@dataclass(frozen=True)
+class PartyDataConfig:
+    """A party's own data: one table per split (CSV or Parquet).
+
+    Attributes:
+        train: The training rows.
+        test: The test rows.
+        id_column: The column of sample IDs matched against the other holders by PSI.
+        columns: The feature columns; empty for every column except ``id_column``.
+        categorical: Columns to one-hot encode; empty to infer them from the column types.
+    """
+
+    train: str = ""
+    test: str = ""
+    id_column: str = ""
+    columns: tuple[str, ...] = ()
+    categorical: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check(bool(self.train), "train", "name the party's training table")
+        check(bool(self.test), "test", "name the party's test table")
+        check(bool(self.id_column), "id_column", "name the ID column that PSI aligns on")
+        check(self.id_column not in self.columns, "columns", "must not include the ID column")
+
+
+@dataclass(frozen=True)
+class PartyTlsConfig:
+    """A party's TLS files (PEM).
+
+    Attributes:
+        ca: The CA that signed the server's certificate.
+        cert: This party's certificate, for mutual TLS.
+        key: Its private key.
+        server_name: Name to check in the server certificate instead of the dialed host.
+    """
+
+    ca: str = ""
+    cert: str = ""
+    key: str = ""
+    server_name: str = ""
+
+    def __post_init__(self) -> None:
+        check(bool(self.ca), "ca", "TLS is required: give the CA that signed the server")
+        check(bool(self.cert) == bool(self.key), "key", "a certificate needs its key")
+
+
+@dataclass(frozen=True)
+class PartyConfig:
+    """PARTY.toml: everything one party's process needs.
+
+    Attributes:
+        party_id: This party's id, 1..M.
+        server: The server's ``host:port``.
+        state_dir: Where the party keeps its alignment and checkpoints.
+        token_file: A file holding the party's token (empty: certificate only).
+        data: The party's tables.
+        tls: The party's TLS files.
+        give_up_s: Seconds without the server after which the process exits.
+        keepalive_s: Keepalive ping interval on an idle stream.
+        audit_log: If set, a JSONL file recording every message received (control messages
+            in full), for audits of what the party learned.
+    """
+
+    party_id: int = 0
+    server: str = ""
+    state_dir: str = ""
+    token_file: str = ""
+    data: PartyDataConfig = field(default_factory=PartyDataConfig)
+    tls: PartyTlsConfig = field(default_factory=PartyTlsConfig)
+    give_up_s: float = 600.0
+    keepalive_s: float = 20.0
+    audit_log: str = ""
+
+    def __post_init__(self) -> None:
+        check(self.party_id >= 1, "party_id", f"party ids start at 1, got {self.party_id}")
+        check(":" in self.server, "server", f"must be host:port, got {self.server!r}")
+        check(bool(self.state_dir), "state_dir", "name a directory for alignment and checkpoints")
+        check(self.give_up_s > 0, "give_up_s", "must be > 0")
+
+
+_PARTY_PATHS = {
+    "": ("state_dir", "token_file", "audit_log"),
+    "data": ("train", "test"),
+    "tls": ("ca", "cert", "key"),
+}
+_RUN_PATHS = {"data": ("path", "test_path"), "deployment.tls": ("cert", "key", "ca")}
+
+
+def load_party_config(path: Path, overrides: Sequence[str] = ()) -> PartyConfig:
+    """Read PARTY.toml with ``key=value`` overrides; relative paths are made absolute.
+
+    Raises:
+        ConfigError: naming the offending key.
+    """
+    raw = merge(read_toml(path), parse_overrides(overrides))
+    return from_mapping(PartyConfig, _resolve(raw, _PARTY_PATHS, path.parent))
+
+
+def load_run_config(
+    path: Path, overrides: Sequence[str] = ()
+) -> tuple[RunConfig, DeploymentConfig]:
+    """Read the server's RUN.toml: the run config and its ``[deployment]`` table.
+
+    The ``[partition]`` table only records the number of parties in a deployment; it is filled
+    in from the party list when absent.
+
+    Raises:
+        ConfigError: naming the offending key, or a run config a deployment cannot run.
+    """
+    raw = _resolve(merge(read_toml(path), parse_overrides(overrides)), _RUN_PATHS, path.parent)
+    table = raw.pop("deployment", None)
+    if table is None:
+        raise ConfigError(f"{path} has no [deployment] table; see docs/deployment.md")
+    for entry in table.get("parties", ()):
+        if isinstance(entry, dict) and entry.get("config"):
+            entry["config"] = str(path.parent / entry["config"])
+    deployment = from_mapping(DeploymentConfig, table, path="deployment")
+    raw.setdefault("partition", {"scheme": "contiguous", "num_parties": len(deployment.parties)})
+    config = from_mapping(RunConfig, raw)
+    check_deployable(config, deployment)
+    return config, deployment
+
+
+def check_deployable(config: RunConfig, deployment: DeploymentConfig) -> None:
+    """Raise ``ConfigError`` unless the run config fits a deployment."""
+    data = config.data
+    problems = [
+        (data.name != "table", f"data.name must be 'table' (the labels file), got {data.name!r}"),
+        (not data.id_column, "data.id_column must name the ID column of the labels file"),
+        (not data.test_path, "data.test_path must name the labels of the test rows"),
+        (config.protocol.mode != "vfl", "protocol.mode must be 'vfl' in a deployment"),
+        (
+            config.protocol.active_party != 0,
+            "protocol.active_party must be 0 in a deployment: the server holds labels only",
+        ),
+        (
+            config.partition.num_parties != len(deployment.parties),
+            f"partition.num_parties is {config.partition.num_parties} but"
+            f" [[deployment.parties]] lists {len(deployment.parties)}",
+        ),
+    ]
+    for failed, message in problems:
+        if failed:
+            raise ConfigError(message)
+
+
+def party_view(config: RunConfig) -> RunConfig:
+    """The run config a party receives: without the server's data paths and output settings."""
+    return replace(config, data=DataConfig(), output=replace(config.output, dir="", name=""))
+
+
+def _resolve(raw: dict[str, Any], keys: dict[str, tuple[str, ...]], base: Path) -> dict[str, Any]:
+    """Make the named path values of a raw config absolute, relative to ``base``."""
+    out = copy.deepcopy(raw)
+    for section, names in keys.items():
+        table: Any = out
+        for part in filter(None, section.split(".")):
+            table = table.get(part) if isinstance(table, dict) else None
+        if not isinstance(table, dict):
+            continue
+        for name in names:
+            value = table.get(name)
+            if isinstance(value, str) and value:
+                table[name] = str(base / value)
+    return out

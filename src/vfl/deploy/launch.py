@@ -1,0 +1,167 @@
+"""``vfl launch RUN.toml``: the server and every party as local processes, for a one-machine trial.
+
+Each process is ``python -m vfl.deploy server|party ...`` with its output in
+``RUN_DIR/logs/<name>.log``. Unless ``OMP_NUM_THREADS`` is set, each gets an equal share of the
+cores for torch's thread pool: more busy OpenMP threads than cores make training many times
+slower. The server listens on a free loopback port that it reports through
+a file; the parties are then started with that address. If any process fails, the others are
+stopped and the failure is reported with the end of its log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from vfl.deploy.config import load_run_config
+from vfl.errors import ConfigError, ProtocolError
+from vfl.runner import default_run_dir
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.2
+LOG_TAIL_LINES = 20
+
+
+@dataclass
+class _Process:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+    log_file: IO[bytes]
+
+
+def launch(
+    run_toml: Path,
+    *,
+    run_dir: Path | None = None,
+    overrides: Sequence[str] = (),
+    resume: bool = False,
+    start_timeout_s: float = 120.0,
+    python: str = sys.executable,
+) -> Path:
+    """Run a deployment on this machine and return its run directory.
+
+    Args:
+        run_toml: The server's RUN.toml; each ``[[deployment.parties]]`` entry names its
+            PARTY.toml in ``config``.
+        run_dir: The run directory (default: ``output.dir / output.name`` as ``vfl run``).
+        overrides: ``key=value`` overrides of RUN.toml.
+        resume: Resume the server and every party from their checkpoints.
+        start_timeout_s: How long the server may take to start listening.
+        python: The interpreter that runs the processes.
+
+    Raises:
+        ConfigError: if a party entry names no PARTY.toml.
+        ProtocolError: if a process fails (the message names it and quotes its log).
+    """
+    config, deployment = load_run_config(run_toml, overrides)
+    missing = [p.id for p in deployment.parties if not p.config]
+    if missing:
+        raise ConfigError(f"vfl launch needs config = PARTY.toml for parties {missing}")
+    run_dir = run_dir if run_dir is not None else default_run_dir(config, run_toml.stem)
+    logs = run_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    port_file = logs / "server.port"
+    port_file.unlink(missing_ok=True)
+    extra = [f"--set={item}" for item in overrides] + (["--resume"] if resume else [])
+    server_args = ["server", "--config", str(run_toml), "--run-dir", str(run_dir)]
+    server_args += ["--port-file", str(port_file), "--set=deployment.listen=127.0.0.1:0"]
+    env = _environment(len(deployment.parties) + 1)
+    processes = [_start("server", [python, "-m", "vfl.deploy", *server_args, *extra], logs, env)]
+    previous = _stop_on_sigterm()
+    try:
+        port = _wait_for_port(port_file, processes[0], start_timeout_s)
+        for party in deployment.parties:
+            args = ["party", "--config", party.config, "--server", f"127.0.0.1:{port}"]
+            args += ["--resume"] if resume else []
+            command = [python, "-m", "vfl.deploy", *args]
+            processes.append(_start(f"party-{party.id}", command, logs, env))
+        _supervise(processes)
+    finally:
+        _stop(processes)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return run_dir
+
+
+def _stop_on_sigterm() -> Any:
+    """Turn SIGTERM into an exception, so that ``launch`` stops its processes on the way out."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    return signal.signal(signal.SIGTERM, interrupt)
+
+
+def _environment(processes: int) -> dict[str, str]:
+    """This process's environment, with a fair share of the cores per process."""
+    env = dict(os.environ)
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // processes)))
+    return env
+
+
+def _start(name: str, command: list[str], logs: Path, env: dict[str, str]) -> _Process:
+    log_path = logs / f"{name}.log"
+    log_file = log_path.open("ab")
+    popen = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env)
+    log.info("started %s (pid %d), log %s", name, popen.pid, log_path)
+    return _Process(name, popen, log_path, log_file)
+
+
+def _wait_for_port(port_file: Path, server: _Process, timeout_s: float) -> int:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if port_file.exists() and port_file.read_text().strip():
+            return int(port_file.read_text())
+        if server.popen.poll() is not None:
+            raise _failure(server)
+        time.sleep(POLL_S)
+    raise _failure(server, f"did not start listening within {timeout_s:g} s")
+
+
+def _supervise(processes: list[_Process]) -> None:
+    """Wait until the server and every party exit; raise on the first failure."""
+    while True:
+        running = False
+        for process in processes:
+            status = process.popen.poll()
+            if status is None:
+                running = True
+            elif status != 0:
+                raise _failure(process)
+        if not running:
+            return
+        time.sleep(POLL_S)
+
+
+def _stop(processes: list[_Process]) -> None:
+    for process in processes:
+        if process.popen.poll() is None:
+            process.popen.terminate()
+    for process in processes:
+        try:
+            process.popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.popen.kill()
+            process.popen.wait()
+        process.log_file.close()
+
+
+def _failure(process: _Process, what: str = "") -> ProtocolError:
+    status = process.popen.poll()
+    reason = what or f"exited with status {status}"
+    lines = process.log_path.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
+    tail = "\n".join(f"    {line}" for line in lines)
+    return ProtocolError(f"{process.name} {reason}; end of {process.log_path}:\n{tail}")

@@ -1,0 +1,109 @@
+"""Control messages of a deployment: alignment (PSI), setup, checkpoints (kinds 60-78).
+
+Control messages are never recorded in the communication ledger (see ``vfl.transport.link``);
+the gRPC transport counts their bytes on the wire under ``control``. All go from the server to
+a party, which answers with ``PsiPointsReply``, ``SetupReply`` or ``ControlAck``. A party never
+receives an identifier in the clear: only blinded group elements (32 bytes each) and positions
+in the list it sent itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from vfl.wire.schema import Message, register
+
+
+@register(kind=60)
+@dataclass(frozen=True)
+class PsiStartRequest(Message):
+    """Blind your own IDs of ``split`` with your secret key, in a secret random order."""
+
+    split: int
+
+
+@register(kind=61)
+@dataclass(frozen=True)
+class PsiBlindRequest(Message):
+    """Multiply every element of another holder's list by your key, keeping the order.
+
+    Attributes:
+        split: The split whose key to use.
+        points: Concatenated 32-byte encodings of group elements.
+    """
+
+    split: int
+    points: bytes
+
+
+@register(kind=62)
+@dataclass(frozen=True)
+class PsiPointsReply(Message):
+    """A list of blinded elements (concatenated 32-byte encodings), in the order received."""
+
+    points: bytes
+
+
+@register(kind=63)
+@dataclass(frozen=True)
+class PsiResultRequest(Message):
+    """The intersection: which positions of the list you sent are shared, in canonical order.
+
+    Attributes:
+        split: The split the result is for.
+        order: ``int64`` positions in your blinded list, shape ``(N_common,)``; entry ``r`` is
+            the position of the element with canonical rank ``r``.
+        alignment: The id under which to save the alignment (the same at every holder).
+    """
+
+    split: int
+    order: torch.Tensor
+    alignment: str
+
+
+@register(kind=64)
+@dataclass(frozen=True)
+class SetupRequest(Message):
+    """Build your role for the run.
+
+    Attributes:
+        config: The run config as TOML text (the server's ``[data]`` and ``[output]`` left out).
+        alignment: The id of the saved alignment to order rows by.
+        restore_round: ``-1`` for fresh weights, else restore the checkpoint taken at this
+            round (the server's last completed epoch).
+        num_parties: M, the number of parties.
+        num_classes: The task's number of classes.
+        labels: With ``protocol.labels = "shared"`` only: the ``int64`` training labels in
+            aligned order, ``(N,)``; otherwise empty (labels stay with the server).
+    """
+
+    config: str
+    alignment: str
+    restore_round: int
+    num_parties: int
+    num_classes: int
+    labels: torch.Tensor
+
+
+@register(kind=65)
+@dataclass(frozen=True)
+class SetupReply(Message):
+    """The role is ready: its embedding width and the aligned row counts."""
+
+    width: int
+    num_train: int
+    num_test: int
+
+
+@register(kind=66)
+@dataclass(frozen=True)
+class CheckpointRequest(Message):
+    """Save your role's state as of ``round`` (an epoch just completed at the server)."""
+
+
+@register(kind=67)
+@dataclass(frozen=True)
+class ControlAck(Message):
+    """The control request of this round was carried out."""

@@ -1,0 +1,247 @@
+"""``vfl party``: one organisation's process. It aligns, builds its role, trains, checkpoints.
+
+The process dials the server and then only answers: PSI steps with its own IDs, a setup request
+(the run config as TOML) from which it builds its ``Party`` with ``vfl.runner.party_from_config``
+exactly as the simulator does, the protocol's training messages, and checkpoint requests after
+every epoch. Its data never leaves the process; its IDs leave only blinded.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from vfl.assemble import party_from_config
+from vfl.config import RunConfig
+from vfl.configio import from_mapping
+from vfl.deploy.alignment import Alignment
+from vfl.deploy.config import PartyConfig
+from vfl.deploy.data import SPLITS, HolderSplit, encode_features, id_bytes, load_party_tables
+from vfl.deploy.messages import (
+    CheckpointRequest,
+    ControlAck,
+    PsiBlindRequest,
+    PsiPointsReply,
+    PsiResultRequest,
+    PsiStartRequest,
+    SetupReply,
+    SetupRequest,
+)
+from vfl.deploy.psi import PsiHolder
+from vfl.deploy.state import PartyState
+from vfl.errors import ProtocolError, WireError
+from vfl.metrics import Task
+from vfl.party import Party
+from vfl.seeding import derive_seed
+from vfl.simulation import embedding_width
+from vfl.transport.base import PartyEndpoint
+from vfl.transport.grpc_party import FrameHandler, PartyLink
+from vfl.transport.link import is_control
+from vfl.transport.security import PartyTls
+from vfl.wire import Ack, Message, Shutdown, decode
+from vfl.wire.codec import peek_kind
+
+log = logging.getLogger(__name__)
+
+
+class PartyRuntime:
+    """Answers the server: control messages here, training messages by the built role.
+
+    Args:
+        party_id: This party's id.
+        tables: The party's train and test tables (IDs and feature columns).
+        state: Its state directory.
+        categorical: Columns to one-hot encode (empty: inferred).
+        rng: Draws the secret order of its PSI lists (fresh entropy by default).
+    """
+
+    def __init__(
+        self,
+        party_id: int,
+        tables: Mapping[int, HolderSplit],
+        state: PartyState,
+        *,
+        categorical: Sequence[str] = (),
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        self.party_id = party_id
+        self.tables = dict(tables)
+        self.state = state
+        self.categorical = tuple(categorical)
+        self.party: Party | None = None
+        self._rng = rng
+        self._psi: dict[int, PsiHolder] = {}
+        self._aligned: dict[str, dict[int, npt.NDArray[np.int64]]] = {}
+        self._handlers: dict[type[Message], Callable[[Any], Message]] = {
+            PsiStartRequest: self._psi_start,
+            PsiBlindRequest: self._psi_blind,
+            PsiResultRequest: self._psi_result,
+            SetupRequest: self._setup,
+            CheckpointRequest: self._checkpoint,
+        }
+
+    def handle(self, message: Message) -> Message:
+        """Answer one request."""
+        handler = self._handlers.get(type(message))
+        if handler is not None:
+            return handler(message)
+        if self.party is None:
+            if isinstance(message, Shutdown):
+                return Ack(round=message.round)
+            raise ProtocolError(
+                f"party {self.party_id} has not been set up; it cannot handle"
+                f" {type(message).__name__}"
+            )
+        return self.party.handle(message)
+
+    def _psi_start(self, request: PsiStartRequest) -> PsiPointsReply:
+        split = self._split(request.split)
+        holder = PsiHolder(id_bytes(self.tables[split].ids), rng=self._rng)
+        self._psi[split] = holder
+        return PsiPointsReply(round=request.round, points=holder.start())
+
+    def _psi_blind(self, request: PsiBlindRequest) -> PsiPointsReply:
+        holder = self._psi.get(self._split(request.split))
+        if holder is None:
+            raise WireError(f"party {self.party_id}: PSI blind request before PSI start")
+        return PsiPointsReply(round=request.round, points=holder.blind(request.points))
+
+    def _psi_result(self, request: PsiResultRequest) -> ControlAck:
+        split = self._split(request.split)
+        holder = self._psi.pop(split, None)
+        if holder is None:
+            raise WireError(f"party {self.party_id}: PSI result before PSI start")
+        rows = holder.rows(request.order.numpy())
+        log.info(
+            "%s: %d of this party's %d rows are held by every holder; %d dropped",
+            SPLITS[split],
+            len(rows),
+            holder.size,
+            holder.size - len(rows),
+        )
+        aligned = self._aligned.setdefault(request.alignment, {})
+        aligned[split] = rows
+        if set(aligned) == set(SPLITS):
+            self.state.save_alignment(Alignment(request.alignment, aligned))
+        return ControlAck(round=request.round)
+
+    def _setup(self, request: SetupRequest) -> SetupReply:
+        config = from_mapping(RunConfig, tomllib.loads(request.config))
+        alignment = self.state.load_alignment(request.alignment)
+        train = self.tables[0].take(alignment.rows[0])
+        test = self.tables[1].take(alignment.rows[1])
+        train_block, test_block = encode_features(train, test, categorical=self.categorical)
+        if request.restore_round < 0:  # modules may draw from the global RNG (dropout)
+            torch.manual_seed(derive_seed(config.train.seed, "torch-global", self.party_id))
+        shared = config.protocol.labels == "shared"
+        party = party_from_config(
+            config,
+            self.party_id,
+            train_block,
+            test_block,
+            train_labels=request.labels if shared else None,
+            task=Task(request.num_classes),
+            num_parties=request.num_parties,
+        )
+        if request.restore_round >= 0:
+            party.load_state_dict(self.state.load_checkpoint(request.restore_round))
+        self.party = party
+        how = "fresh" if request.restore_round < 0 else f"restored at round {request.restore_round}"
+        log.info("set up (%s): %d train and %d test rows", how, len(train_block), len(test_block))
+        return SetupReply(
+            round=request.round,
+            width=embedding_width(party.model, train_block),
+            num_train=len(train_block),
+            num_test=len(test_block),
+        )
+
+    def _checkpoint(self, request: CheckpointRequest) -> ControlAck:
+        if self.party is None:
+            raise ProtocolError(f"party {self.party_id}: checkpoint requested before setup")
+        self.state.save_checkpoint(request.round, self.party.state_dict())
+        return ControlAck(round=request.round)
+
+    def _split(self, split: int) -> int:
+        if split not in SPLITS:
+            raise WireError(f"unknown split code {split}; valid: {sorted(SPLITS)}")
+        return split
+
+
+def audited(handler: FrameHandler, path: Path) -> FrameHandler:
+    """Wrap a frame handler so that every received frame is logged to a JSONL file.
+
+    Control frames (alignment, setup) are recorded in full (base64); training frames by kind,
+    round and size only. The log shows what the party was ever told.
+    """
+
+    def handle(frame: bytes) -> bytes:
+        record: dict[str, Any] = {"time": time.time(), "bytes": len(frame)}
+        try:
+            kind = peek_kind(frame)
+            record["kind"] = kind
+            record["message"] = type(decode(frame).message).__name__
+            if is_control(kind):
+                record["data"] = base64.b64encode(frame).decode()
+        except WireError as error:
+            record["error"] = str(error)
+            record["data"] = base64.b64encode(frame).decode()
+        with path.open("a") as handle_:
+            handle_.write(json.dumps(record) + "\n")
+        return handler(frame)
+
+    return handle
+
+
+def run_party(config: PartyConfig, *, resume: bool = False, server: str = "") -> None:
+    """Run one party until the server shuts the run down.
+
+    Args:
+        config: The party's PARTY.toml.
+        resume: Continue with the state directory of an earlier run of this party.
+        server: Dial this ``host:port`` instead of ``config.server``.
+
+    Raises:
+        ConfigError, DataError: on bad configuration or data.
+        ProtocolError: if the server refuses the party or stays unreachable.
+    """
+    tables = load_party_tables(config.data)
+    state = PartyState(Path(config.state_dir), resume=resume)
+    runtime = PartyRuntime(config.party_id, tables, state, categorical=config.data.categorical)
+    handler: FrameHandler = PartyEndpoint(config.party_id, runtime.handle).handle_frame
+    if config.audit_log:
+        handler = audited(handler, Path(config.audit_log))
+    link = PartyLink(
+        config.party_id,
+        handler,
+        address=server or config.server,
+        tls=party_tls(config),
+        token=Path(config.token_file).read_text().strip() if config.token_file else "",
+        give_up_s=config.give_up_s,
+        keepalive_s=config.keepalive_s,
+    )
+    try:
+        link.serve()
+    finally:
+        (state.directory / "wire.json").write_text(json.dumps(link.wire.snapshot(), indent=2))
+    log.info("party %d: the run is over", config.party_id)
+
+
+def party_tls(config: PartyConfig) -> PartyTls:
+    """The party's TLS material, read from the files its config names."""
+    tls = config.tls
+    return PartyTls(
+        root_ca=Path(tls.ca).read_bytes(),
+        cert_chain=Path(tls.cert).read_bytes() if tls.cert else b"",
+        private_key=Path(tls.key).read_bytes() if tls.key else b"",
+        server_name=tls.server_name,
+    )

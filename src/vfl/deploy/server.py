@@ -1,0 +1,331 @@
+"""``vfl server``: the label holder's process. It aligns, sets the parties up and trains.
+
+The server builds its ``Server``, the protocol loop and the run directory exactly as the
+simulator does (``vfl.runner.server_from_config``, ``trainer_from_config``, ``vfl.fit.fit``),
+with the gRPC transport in place of the in-process one. ``DeployedSimulation`` carries the
+per-epoch checkpoints to the parties: each saves its own role, named by the round counter.
+
+When a party stops answering or comes back from a restarted process, training stops with a
+``ProtocolError``; the server then waits for every party to be connected again and resumes the
+run from its last checkpoint (at most one epoch lost), up to ``max_recoveries`` times. A party
+that does not come back within ``connect_timeout_s`` stops the run with an error naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vfl.assemble import server_from_config, trainer_from_config
+from vfl.config import RunConfig
+from vfl.configio import to_toml
+from vfl.deploy.alignment import Alignment, align
+from vfl.deploy.config import DeploymentConfig, ServerTlsConfig, party_view
+from vfl.deploy.control import ask
+from vfl.deploy.data import LabelTables, load_labels
+from vfl.deploy.messages import CheckpointRequest, ControlAck, SetupReply, SetupRequest
+from vfl.errors import ConfigError, DataError, ProtocolError
+from vfl.fit import fit
+from vfl.metrics import Task
+from vfl.protocol.loop import ServerLoop
+from vfl.results import CONFIG, METRICS, SUMMARY, RunDirectory
+from vfl.runner import target_of
+from vfl.seeding import derive_seed
+from vfl.simulation import Simulation
+from vfl.transport.grpc_transport import GrpcTransport
+from vfl.transport.link import PartyUnavailableError
+from vfl.transport.security import ServerTls
+from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
+
+log = logging.getLogger(__name__)
+
+ALIGNMENT = "alignment.pt"
+DEPLOYMENT = "deployment.toml"
+WIRE = "wire.json"
+
+
+class Coordinator:
+    """Sets up, checkpoints and restores the parties' roles through control messages.
+
+    Args:
+        transport: Reaches the parties.
+        config: The run config.
+        alignment_id: The alignment every holder orders its rows by.
+        connect_timeout_s: How long to wait for parties to (re)connect before a setup.
+    """
+
+    def __init__(
+        self,
+        transport: GrpcTransport,
+        config: RunConfig,
+        alignment_id: str,
+        *,
+        train_labels: torch.Tensor,
+        num_classes: int,
+        connect_timeout_s: float,
+    ) -> None:
+        self.transport = transport
+        self.config_text = to_toml(party_view(config))
+        self.alignment_id = alignment_id
+        shared = config.protocol.labels == "shared"
+        self.labels = train_labels if shared else torch.zeros(0, dtype=torch.int64)
+        self.num_classes = num_classes
+        self.connect_timeout_s = connect_timeout_s
+
+    def setup(self, restore_round: int) -> dict[int, SetupReply]:
+        """Build every party's role (restored at ``restore_round`` unless it is -1)."""
+        transport = self.transport
+        transport.wait_for_parties(self.connect_timeout_s)
+        transport.unpin()
+        request = SetupRequest(
+            round=max(restore_round, 0),
+            config=self.config_text,
+            alignment=self.alignment_id,
+            restore_round=restore_round,
+            num_parties=len(transport.party_ids),
+            num_classes=self.num_classes,
+            labels=self.labels,
+        )
+        replies = ask(transport, dict.fromkeys(transport.party_ids, request), SetupReply)
+        transport.pin({party: transport.answered_by(party) for party in replies})
+        return replies
+
+    def checkpoint(self, round_: int) -> None:
+        """Have every party save its role's state as of ``round_``."""
+        request = CheckpointRequest(round=round_)
+        ask(self.transport, dict.fromkeys(self.transport.party_ids, request), ControlAck)
+
+
+class DeployedSimulation(Simulation):
+    """A simulation whose parties live in other processes.
+
+    ``state_dict`` makes every party checkpoint itself (so the server's checkpoint names a round
+    every party saved), and ``load_state_dict`` sets the parties up again restored at that round.
+    """
+
+    def __init__(self, trainer: ServerLoop, coordinator: Coordinator) -> None:
+        super().__init__(trainer)
+        self.coordinator = coordinator
+        self.restored_round: int | None = None
+
+    def state_dict(self) -> dict[str, Any]:
+        """Checkpoint the parties, then return the trainer's state."""
+        self.coordinator.checkpoint(self.trainer.rounds)
+        return {"trainer": self.trainer.state_dict(), "parties": {}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the trainer, and every party at the same round."""
+        self.trainer.load_state_dict(state["trainer"])
+        if self.restored_round != self.trainer.rounds:
+            self.coordinator.setup(self.trainer.rounds)
+        self.restored_round = None
+
+
+def run_server(
+    config: RunConfig,
+    deployment: DeploymentConfig,
+    run_dir: Path,
+    *,
+    resume: bool = False,
+    port_file: Path | None = None,
+) -> dict[str, Any]:
+    """Serve the parties and train as configured; returns the summary.
+
+    Args:
+        config: The run config (``[data]`` names the labels tables).
+        deployment: The ``[deployment]`` table.
+        run_dir: The run directory (results, checkpoints, alignment).
+        resume: Continue the run in ``run_dir`` from its last checkpoint.
+        port_file: Write the port the server listens on here, once it listens.
+
+    Raises:
+        ConfigError: if ``run_dir`` already holds a run (without ``resume``) or none (with it).
+        ProtocolError: if parties fail and do not recover.
+    """
+    run = _run_directory(run_dir, resume)
+    labels = load_labels(config.data)
+    transport = _listen(deployment)
+    finished = False
+    try:
+        if port_file is not None:
+            port_file.write_text(f"{transport.port}\n")
+        transport.wait_for_parties(deployment.connect_timeout_s)
+        simulation = _prepare(config, deployment, labels, transport, run, resume)
+        _fit(simulation, config, deployment, run, resume)
+        simulation.trainer.close()  # tells the parties the run is over
+        finished = True
+        return run.read_json(SUMMARY)
+    finally:
+        run.write_text(WIRE, json.dumps(transport.wire.snapshot(), indent=2) + "\n")
+        if not finished:  # parties keep waiting for a resumed server (or their give_up_s)
+            transport.close()
+
+
+def _listen(deployment: DeploymentConfig) -> GrpcTransport:
+    return GrpcTransport(
+        deployment.credentials(),
+        tls=server_tls(deployment.tls),
+        listen=deployment.listen,
+        policy=deployment.retry_policy(),
+        control_timeout_s=deployment.setup_timeout_s,
+        keepalive_s=deployment.keepalive_s,
+        max_bytes=deployment.max_message_mib * 2**20,
+    )
+
+
+def _prepare(
+    config: RunConfig,
+    deployment: DeploymentConfig,
+    labels: LabelTables,
+    transport: GrpcTransport,
+    run: RunDirectory,
+    resume: bool,
+) -> DeployedSimulation:
+    """Align (or reload the alignment), record the configs, set the parties up."""
+    alignment = _alignment(run, transport, labels, resume)
+    run.write_text(CONFIG, to_toml(config))
+    run.write_text(DEPLOYMENT, to_toml(deployment))
+    coordinator = Coordinator(
+        transport,
+        config,
+        alignment.id,
+        train_labels=labels.aligned(alignment.rows)[SPLIT_TRAIN],
+        num_classes=len(labels.classes),
+        connect_timeout_s=deployment.connect_timeout_s,
+    )
+    if not resume:  # modules may draw from the global RNG (dropout): make runs repeatable
+        torch.manual_seed(derive_seed(config.train.seed, "torch-global"))
+    return _build(config, labels, alignment, coordinator, run, resume)
+
+
+def server_tls(config: ServerTlsConfig) -> ServerTls:
+    """The server's TLS material, read from the files its config names."""
+    return ServerTls(
+        cert_chain=Path(config.cert).read_bytes(),
+        private_key=Path(config.key).read_bytes(),
+        client_ca=Path(config.ca).read_bytes() if config.ca else b"",
+        mutual=config.mutual,
+    )
+
+
+def _run_directory(run_dir: Path, resume: bool) -> RunDirectory:
+    if resume and not (run_dir / ALIGNMENT).exists():
+        raise ConfigError(f"{str(run_dir)!r} holds no deployed run to resume")
+    if not resume and (run_dir / METRICS).exists():
+        raise ConfigError(
+            f"run directory {str(run_dir)!r} already holds a run; continue it with --resume or"
+            " choose another --run-dir"
+        )
+    return RunDirectory(run_dir)
+
+
+def _alignment(
+    run: RunDirectory, transport: GrpcTransport, labels: LabelTables, resume: bool
+) -> Alignment:
+    path = run.file(ALIGNMENT)
+    if resume:
+        return Alignment.load(path)
+    alignment = align(transport, {split: table.ids for split, table in labels.splits.items()})
+    alignment.save(path)
+    return alignment
+
+
+def _build(
+    config: RunConfig,
+    labels: LabelTables,
+    alignment: Alignment,
+    coordinator: Coordinator,
+    run: RunDirectory,
+    resume: bool,
+) -> DeployedSimulation:
+    restore_round = int(run.load_checkpoint()["simulation"]["trainer"]["rounds"]) if resume else -1
+    replies = coordinator.setup(restore_round)
+    aligned = labels.aligned(alignment.rows)
+    for party, reply in replies.items():
+        counts = (reply.num_train, reply.num_test)
+        expected = (len(aligned[SPLIT_TRAIN]), len(aligned[SPLIT_TEST]))
+        if counts != expected:
+            raise DataError(
+                f"party {party} aligned {counts} train/test rows but the server {expected}"
+            )
+    server = server_from_config(
+        config,
+        task=Task(len(labels.classes)),
+        train_labels=aligned[SPLIT_TRAIN],
+        test_labels=aligned[SPLIT_TEST],
+        embedding_dims={party: reply.width for party, reply in sorted(replies.items())},
+    )
+    transport = coordinator.transport
+    simulation = DeployedSimulation(trainer_from_config(config, server, transport), coordinator)
+    simulation.restored_round = restore_round if resume else None
+    if not resume and config.train.checkpoint:
+        run.save_checkpoint(
+            {
+                "epoch": 0,
+                "elapsed": 0.0,
+                "simulation": simulation.state_dict(),
+                "torch_rng": torch.get_rng_state(),
+            }
+        )
+    return simulation
+
+
+def _fit(
+    simulation: DeployedSimulation,
+    config: RunConfig,
+    deployment: DeploymentConfig,
+    run: RunDirectory,
+    resume: bool,
+) -> None:
+    recoveries = 0
+    while True:
+        has_epoch_zero = any(int(r["epoch"]) == 0 for r in run.read_metrics())
+        try:
+            fit(
+                simulation,
+                epochs=config.train.epochs,
+                run=run,
+                progress=config.output.progress,
+                checkpoint=config.train.checkpoint,
+                resume=resume,
+                eval_at_start=config.train.eval_at_start and not has_epoch_zero,
+                target=target_of(config),
+            )
+            return
+        except ProtocolError as error:
+            if not _recoverable(error, config) or recoveries >= deployment.max_recoveries:
+                raise
+            recoveries += 1
+            log.warning(
+                "training stopped (%s); resuming from the last checkpoint once every party is"
+                " connected (recovery %d of %d)",
+                error,
+                recoveries,
+                deployment.max_recoveries,
+            )
+            _await_parties(simulation.coordinator.transport, deployment, run)
+            resume = True
+
+
+def _await_parties(
+    transport: GrpcTransport, deployment: DeploymentConfig, run: RunDirectory
+) -> None:
+    """Wait for every party to be connected again, or stop with what to do next."""
+    try:
+        transport.wait_for_parties(deployment.connect_timeout_s)
+    except PartyUnavailableError as error:
+        epoch = int(run.load_checkpoint()["epoch"])
+        raise PartyUnavailableError(
+            f"{error}; the run stops at its checkpoint after epoch {epoch}: restart the missing"
+            " parties (with --resume), then the server with --resume"
+        ) from None
+
+
+def _recoverable(error: ProtocolError, config: RunConfig) -> bool:
+    """Whether a failed run can roll back to its checkpoint: a party was lost, not a bug."""
+    cause = error if isinstance(error, PartyUnavailableError) else error.__cause__
+    return config.train.checkpoint and isinstance(cause, PartyUnavailableError)

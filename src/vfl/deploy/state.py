@@ -1,0 +1,104 @@
+"""A party's state directory: its alignments and its per-epoch checkpoints.
+
+Layout::
+
+    STATE_DIR/
+      alignment-<id>.pt      own row positions per split, in the run's canonical order
+      checkpoint-<round>.pt  the role's state (model, optimizer, last round) after an epoch
+      wire.json              bytes this party really sent and received
+
+Checkpoints are named by the server's round counter at the end of an epoch, so that the server
+can name the one to restore; the newest ``KEEP_CHECKPOINTS`` are kept, which covers a server
+that died after the parties saved an epoch but before it saved its own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vfl.deploy.alignment import Alignment
+from vfl.errors import ConfigError
+
+KEEP_CHECKPOINTS = 3
+_CHECKPOINT = re.compile(r"checkpoint-(\d+)\.pt")
+
+
+class PartyState:
+    """Reads and writes one party's state directory.
+
+    Args:
+        directory: The directory (created if missing).
+        resume: Continue a previous run; without it, a directory that holds one is refused.
+    """
+
+    def __init__(self, directory: Path, *, resume: bool) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        previous = [p.name for p in self.directory.glob("*.pt")]
+        if previous and not resume:
+            raise ConfigError(
+                f"state directory {str(self.directory)!r} holds a previous run ({len(previous)}"
+                " files); continue it with --resume or choose another state_dir"
+            )
+
+    def save_alignment(self, alignment: Alignment) -> None:
+        """Keep an alignment under its id."""
+        alignment.save(self._alignment_path(alignment.id))
+
+    def load_alignment(self, alignment_id: str) -> Alignment:
+        """The alignment saved under ``alignment_id``.
+
+        Raises:
+            ConfigError: if there is none (the party was aligned with another state directory).
+        """
+        path = self._alignment_path(alignment_id)
+        if not path.exists():
+            raise ConfigError(
+                f"no alignment {alignment_id!r} in {str(self.directory)!r}: restart the party"
+                " with the state_dir it used when the run started (and --resume)"
+            )
+        return Alignment.load(path)
+
+    def save_checkpoint(self, round_: int, state: dict[str, Any]) -> None:
+        """Save the role's state as of ``round_`` and drop all but the newest checkpoints."""
+        target = self.directory / f"checkpoint-{round_}.pt"
+        temporary = target.with_name(target.name + ".tmp")
+        torch.save(state, temporary)
+        os.replace(temporary, target)
+        for old in self.checkpoint_rounds()[:-KEEP_CHECKPOINTS]:
+            (self.directory / f"checkpoint-{old}.pt").unlink(missing_ok=True)
+
+    def load_checkpoint(self, round_: int) -> dict[str, Any]:
+        """The state saved at ``round_``.
+
+        Raises:
+            ConfigError: naming the rounds that are available.
+        """
+        path = self.directory / f"checkpoint-{round_}.pt"
+        if not path.exists():
+            raise ConfigError(
+                f"no checkpoint for round {round_} in {str(self.directory)!r} (have rounds"
+                f" {self.checkpoint_rounds()}); restart the party with its own state_dir and"
+                " --resume"
+            )
+        state: dict[str, Any] = torch.load(path, weights_only=True)
+        return state
+
+    def checkpoint_rounds(self) -> list[int]:
+        """Rounds of the saved checkpoints, ascending."""
+        rounds = []
+        for path in self.directory.glob("checkpoint-*.pt"):
+            match = _CHECKPOINT.fullmatch(path.name)
+            if match:
+                rounds.append(int(match.group(1)))
+        return sorted(rounds)
+
+    def _alignment_path(self, alignment_id: str) -> Path:
+        if not alignment_id.isalnum():
+            raise ConfigError(f"invalid alignment id {alignment_id!r}")
+        return self.directory / f"alignment-{alignment_id}.pt"

@@ -1,0 +1,316 @@
+"""The server end of the gRPC link: authenticated party streams and checked incoming frames.
+
+The server hosts one gRPC method (``/vfl.v1.Link/Connect``, registered with generic handlers so
+that chunks arrive as raw bytes). Each party opens one bidirectional stream and keeps it open;
+the server admits it only after ``Authenticator.check`` and then writes requests to it. A
+reader thread per stream rebuilds frames from chunks and checks each one (size before
+buffering, structure, sender, kind for the phase, round) before it settles the open request
+with the same message id; a bad frame is logged with its reason and dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent import futures
+
+import grpc
+
+from vfl.errors import ConfigError, WireError
+from vfl.transport.base import check_reply
+from vfl.transport.chunks import Reassembler, parse_chunk
+from vfl.transport.link import (
+    CONTROL,
+    METHOD_NAME,
+    SERVICE_NAME,
+    FailureReply,
+    PartyRestartedError,
+    PartyUnavailableError,
+    RemoteFailure,
+    WireCounters,
+    grpc_options,
+    is_control,
+)
+from vfl.transport.pending import Pending, PendingTable
+from vfl.transport.security import Authenticator, RefusedError, ServerTls
+from vfl.wire import Message, decode
+
+log = logging.getLogger(__name__)
+
+_STATUS = {
+    "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
+    "permission_denied": grpc.StatusCode.PERMISSION_DENIED,
+}
+
+
+class _Stream:
+    """One open stream of a party: where its requests are written."""
+
+    def __init__(self, instance: str) -> None:
+        self.instance = instance
+        self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+
+    def put(self, chunks: Sequence[bytes]) -> None:
+        for chunk in chunks:
+            self.outbox.put(chunk)
+
+    def close(self) -> None:
+        self.outbox.put(None)
+
+
+class PartyStreams:
+    """The gRPC server and the open stream of every connected party.
+
+    Args:
+        auth: Decides which party a connection belongs to.
+        pending: The open requests, settled by the replies read here.
+        wire: Counts the bytes read and written.
+        tls: The server's TLS material.
+        listen: ``host:port`` to listen on (port 0: a free port, see ``port``).
+        max_bytes: Largest frame accepted.
+        chunk_bytes: Frame bytes per chunk.
+        keepalive_s: Keepalive ping interval on idle streams.
+    """
+
+    def __init__(
+        self,
+        auth: Authenticator,
+        pending: PendingTable,
+        wire: WireCounters,
+        *,
+        tls: ServerTls,
+        listen: str,
+        max_bytes: int,
+        chunk_bytes: int,
+        keepalive_s: float,
+    ) -> None:
+        self._auth = auth
+        self._party_ids = tuple(sorted(auth.credentials))
+        self._pending = pending
+        self._wire = wire
+        self._max_bytes = max_bytes
+        self._chunk_bytes = chunk_bytes
+        self._streams: dict[int, _Stream] = {}
+        self._pinned: dict[int, str] = {}
+        self._answered_by: dict[int, str] = {}
+        self._away_since: dict[int, float] = {}
+        self._created = time.monotonic()
+        self._server = self._start(listen, tls, keepalive_s)
+
+    def _start(self, listen: str, tls: ServerTls, keepalive_s: float) -> grpc.Server:
+        handler = grpc.method_handlers_generic_handler(
+            SERVICE_NAME, {METHOD_NAME: grpc.stream_stream_rpc_method_handler(self._serve)}
+        )
+        workers = 2 * len(self._party_ids) + 4
+        server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vfl-grpc"),
+            handlers=(handler,),
+            options=grpc_options(chunk_bytes=self._chunk_bytes, keepalive_s=keepalive_s),
+            maximum_concurrent_rpcs=workers,
+        )
+        try:
+            port = int(server.add_secure_port(listen, tls.credentials()))
+        except RuntimeError as error:
+            raise ConfigError(f"cannot listen on {listen!r}: {error}") from None
+        if port == 0:
+            raise ConfigError(f"cannot listen on {listen!r} (address in use or invalid?)")
+        self.port: int = port
+        server.start()
+        log.info("listening on %s (port %d)", listen, port)
+        return server
+
+    def wait_for_parties(self, timeout: float, parties: Sequence[int] | None = None) -> None:
+        """Block until every party (or each of ``parties``) has an open stream.
+
+        Raises:
+            PartyUnavailableError: naming the parties still missing after ``timeout`` seconds.
+        """
+        wanted = set(self._party_ids if parties is None else parties)
+        condition = self._pending.condition
+        with condition:
+            if not condition.wait_for(lambda: wanted <= set(self._streams), timeout):
+                missing = sorted(wanted - set(self._streams))
+                raise PartyUnavailableError(
+                    f"parties {missing} did not connect within {timeout:g} s"
+                )
+
+    def connected(self) -> dict[int, str]:
+        """The process instance of every party with an open stream."""
+        with self._pending.condition:
+            return {party: stream.instance for party, stream in self._streams.items()}
+
+    def answered_by(self, party: int) -> str:
+        """The process instance that sent ``party``'s last accepted reply ("" if none)."""
+        with self._pending.condition:
+            return self._answered_by.get(party, "")
+
+    def pin(self, instances: Mapping[int, str]) -> None:
+        """From now on, requests to these parties must reach these process instances.
+
+        A party that reconnects from another process (restarted, so without the state it was
+        set up with) then fails its open and future requests with ``PartyRestartedError``
+        instead of being sent them.
+        """
+        with self._pending.condition:
+            self._pinned.update(instances)
+
+    def unpin(self) -> None:
+        """Requests reach whichever process of each party is connected (before a setup)."""
+        with self._pending.condition:
+            self._pinned.clear()
+
+    def _serve(self, requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+        party, stream = self._admit(context)
+        context.add_callback(stream.close)
+        reader = threading.Thread(
+            target=self._read, args=(party, stream, requests), name=f"vfl-read-{party}", daemon=True
+        )
+        reader.start()
+        while True:
+            chunk = stream.outbox.get()
+            if chunk is None:
+                return
+            yield chunk
+
+    def _admit(self, context: grpc.ServicerContext) -> tuple[int, _Stream]:
+        metadata = {str(k): str(v) for k, v in context.invocation_metadata()}
+        auth = context.auth_context()
+        names = [
+            value.decode(errors="replace")
+            for key in ("x509_common_name", "x509_subject_alternative_name")
+            for value in auth.get(key, [])
+        ]
+        try:
+            party, instance = self._auth.check(metadata, names)
+        except RefusedError as error:
+            log.warning("refused a connection from %s: %s", context.peer(), error)
+            context.abort(_STATUS[error.code], str(error))
+            raise  # abort raised already; this keeps the control flow explicit
+        context.send_initial_metadata((("vfl-accepted", "1"),))
+        return party, self._attach(party, instance)
+
+    def _attach(self, party: int, instance: str) -> _Stream:
+        stream = _Stream(instance)
+        with self._pending.condition:
+            old = self._streams.get(party)
+            self._streams[party] = stream
+            self._away_since.pop(party, None)
+            self._pending.condition.notify_all()
+            for pending in self._pending.open_for(party):
+                if pending.instance is not None and pending.instance != instance:
+                    self._pending.settle(pending, error=_restarted(party))
+                else:
+                    stream.put(pending.chunks)
+        if old is not None:
+            old.close()
+        how = "reconnected" if old is not None else "connected"
+        log.info("party %d %s (process %s)", party, how, instance)
+        return stream
+
+    def _read(self, party: int, stream: _Stream, requests: Iterator[bytes]) -> None:
+        reassembler = Reassembler(max_bytes=self._max_bytes, chunk_bytes=self._chunk_bytes)
+        try:
+            for raw in requests:
+                try:
+                    chunk = parse_chunk(raw, chunk_bytes=self._chunk_bytes)
+                    pending = self._pending.get(chunk.message_id)
+                    self._wire.add_received(pending.category if pending else "unmatched", len(raw))
+                    done = reassembler.add(chunk)
+                except WireError as error:
+                    self._reject(party, None, str(error))
+                    continue
+                if done is not None:
+                    self._deliver(party, stream, done.message_id, done.frame)
+        except Exception as error:  # the stream broke: the party reconnects or times out
+            log.debug("stream of party %d ended: %r", party, error)
+        finally:
+            with self._pending.condition:
+                if self._streams.get(party) is stream:
+                    del self._streams[party]
+                    self._away_since[party] = time.monotonic()
+                    log.info("party %d disconnected", party)
+            stream.close()
+
+    def _deliver(self, party: int, stream: _Stream, message_id: int, frame: bytes) -> None:
+        pending = self._pending.get(message_id)
+        if pending is None or pending.party != party or pending.done:
+            log.debug("dropped a reply of party %d to message %d: none open", party, message_id)
+            return
+        try:
+            reply = self._check(party, pending, frame)
+        except WireError as error:
+            self._reject(party, pending, str(error))
+            return
+        with self._pending.condition:
+            self._answered_by[party] = stream.instance
+            if isinstance(reply, FailureReply):
+                failure = RemoteFailure(f"party {party} failed: {reply.error}")
+                self._pending.settle(pending, error=failure)
+            else:
+                pending.reply_bytes = len(frame)
+                self._pending.settle(pending, reply=reply)
+
+    def _check(self, party: int, pending: Pending, frame: bytes) -> Message:
+        decoded = decode(frame, max_bytes=self._max_bytes)
+        if decoded.sender != party:
+            raise WireError(f"party {party}'s stream carried a frame from sender {decoded.sender}")
+        message = decoded.message
+        if isinstance(message, FailureReply):
+            return message
+        if is_control(message.KIND) != (pending.category == CONTROL):
+            raise WireError(
+                f"party {party} answered a {type(pending.message).__name__} with a"
+                f" {type(message).__name__}, a kind not valid in this phase"
+            )
+        return check_reply(decoded, party=party, request=pending.message)
+
+    def _reject(self, party: int, pending: Pending | None, reason: str) -> None:
+        log.warning("rejected a frame from party %d: %s", party, reason)
+        if pending is not None:
+            pending.rejected = reason
+        else:
+            for open_request in self._pending.open_for(party):
+                open_request.rejected = reason
+
+    def pinned(self, party: int) -> str | None:
+        """The process instance requests to ``party`` must reach, if pinned."""
+        return self._pinned.get(party)
+
+    def away_for(self, party: int) -> float | None:
+        """Seconds since ``party``'s stream broke (or since start); ``None`` if connected."""
+        if party in self._streams:
+            return None
+        return time.monotonic() - self._away_since.get(party, self._created)
+
+    def transmit(self, pending: Pending) -> None:
+        """Write a request to its party's stream, if one is open (else it waits to reconnect).
+
+        Call with ``pending.condition`` held.
+        """
+        stream = self._streams.get(pending.party)
+        if stream is None:
+            return
+        if pending.instance is not None and stream.instance != pending.instance:
+            self._pending.settle(pending, error=_restarted(pending.party))
+            return
+        for chunk in pending.chunks:
+            self._wire.add_sent(pending.category, len(chunk))
+        stream.put(pending.chunks)
+
+    def close(self) -> None:
+        """End every stream and stop serving."""
+        with self._pending.condition:
+            streams = list(self._streams.values())
+            self._streams.clear()
+        for stream in streams:
+            stream.close()
+        self._server.stop(grace=1.0).wait()
+
+
+def _restarted(party: int) -> PartyRestartedError:
+    return PartyRestartedError(
+        f"party {party} reconnected from a new process, which lost the state of the run"
+    )

@@ -1,0 +1,107 @@
+"""The server's open requests: one record per message id, resolved by a reply or a failure."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from vfl.wire import Message
+
+
+@dataclass
+class Pending:
+    """One request waiting for its reply.
+
+    Attributes:
+        message_id: The id its chunks carry; the reply must carry it too.
+        party: The addressed party.
+        message: The request.
+        chunks: The serialized chunks, kept for resending.
+        category: ``train``/``eval``/``setup`` (ledgered) or ``control``.
+        instance: The party process it must reach; ``None`` for whichever is connected.
+        reply: The accepted reply, once it arrived.
+        reply_bytes: The reply frame's size.
+        error: Why the request failed, once it did.
+        rejected: The reason the last frame received for it was rejected.
+    """
+
+    message_id: int
+    party: int
+    message: Message
+    chunks: list[bytes]
+    category: str
+    instance: str | None
+    reply: Message | None = None
+    reply_bytes: int = 0
+    error: BaseException | None = None
+    rejected: str = ""
+
+    @property
+    def done(self) -> bool:
+        """Whether a reply or a failure settled it."""
+        return self.reply is not None or self.error is not None
+
+
+class PendingTable:
+    """Open requests by message id, guarded by one condition variable.
+
+    Message ids start at a random 40-bit value, so that a party never mistakes a request from
+    a restarted server for one it answered before (it caches its last replies by id).
+    """
+
+    def __init__(self) -> None:
+        self.condition = threading.Condition(threading.RLock())
+        self._items: dict[int, Pending] = {}
+        self._next_id = secrets.randbits(40)
+
+    def new_id(self) -> int:
+        """A fresh message id."""
+        with self.condition:
+            self._next_id += 1
+            return self._next_id
+
+    def add(self, pending: Pending) -> None:
+        """Register an open request."""
+        with self.condition:
+            self._items[pending.message_id] = pending
+
+    def get(self, message_id: int) -> Pending | None:
+        """The request with this id, if it is still registered."""
+        with self.condition:
+            return self._items.get(message_id)
+
+    def open_for(self, party: int) -> list[Pending]:
+        """The party's requests that are not settled yet."""
+        with self.condition:
+            return [p for p in self._items.values() if p.party == party and not p.done]
+
+    def settle(
+        self, pending: Pending, *, reply: Message | None = None, error: BaseException | None = None
+    ) -> None:
+        """Record a request's reply or failure (the first one wins) and wake the waiters."""
+        with self.condition:
+            if pending.done:
+                return
+            pending.reply, pending.error = reply, error
+            self.condition.notify_all()
+
+    def wait(self, pendings: Iterable[Pending], timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for all of ``pendings`` to settle; whether they did."""
+        items = list(pendings)
+        deadline = time.monotonic() + timeout
+        with self.condition:
+            while not all(p.done for p in items):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self.condition.wait(remaining)
+            return True
+
+    def remove(self, pendings: Iterable[Pending]) -> None:
+        """Forget settled requests (a late reply to them is then rejected as unknown)."""
+        with self.condition:
+            for pending in pendings:
+                self._items.pop(pending.message_id, None)

@@ -1,0 +1,74 @@
+"""Timeouts and retries with exponential backoff and jitter, for the network transport.
+
+The delay before retry ``n`` (1-based) is ``min(max_backoff_s, backoff_s * 2 ** (n - 1))``,
+shrunk by a random fraction of at most ``jitter`` so that many waiting peers do not retry in
+lock step (the "equal jitter" family of AWS's *Exponential Backoff and Jitter*, 2015).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from vfl.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long to wait for a reply, and how often and how soon to ask again.
+
+    Attributes:
+        attempts: Times a request is sent before its party counts as failed (>= 1).
+        timeout_s: Seconds to wait for a reply to each attempt.
+        backoff_s: Delay before the first retry.
+        max_backoff_s: Cap on any delay.
+        jitter: Largest fraction by which a delay is randomly shortened, in [0, 1].
+        reconnect_s: How long a party whose stream broke may take to reconnect before its
+            open requests fail (without waiting out ``timeout_s``).
+    """
+
+    attempts: int = 3
+    timeout_s: float = 60.0
+    backoff_s: float = 0.5
+    max_backoff_s: float = 10.0
+    jitter: float = 0.5
+    reconnect_s: float = 15.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ConfigError(f"attempts must be >= 1, got {self.attempts}")
+        if self.timeout_s <= 0:
+            raise ConfigError(f"timeout_s must be > 0, got {self.timeout_s}")
+        if not 0 <= self.backoff_s <= self.max_backoff_s:
+            raise ConfigError(
+                f"need 0 <= backoff_s <= max_backoff_s, got {self.backoff_s} and"
+                f" {self.max_backoff_s}"
+            )
+        if not 0 <= self.jitter <= 1:
+            raise ConfigError(f"jitter must lie in [0, 1], got {self.jitter}")
+        if self.reconnect_s <= 0:
+            raise ConfigError(f"reconnect_s must be > 0, got {self.reconnect_s}")
+
+    def delay(self, retry: int, *, rng: np.random.Generator) -> float:
+        """Seconds to wait before retry number ``retry`` (1-based).
+
+        Example:
+            >>> policy = RetryPolicy(backoff_s=1.0, max_backoff_s=8.0, jitter=0.0)
+            >>> [policy.delay(n, rng=np.random.default_rng(0)) for n in (1, 2, 3, 4, 5)]
+            [1.0, 2.0, 4.0, 8.0, 8.0]
+        """
+        if retry < 1:
+            raise ValueError(f"retry numbers start at 1, got {retry}")
+        ceiling = min(self.max_backoff_s, self.backoff_s * 2.0 ** min(retry - 1, 60))
+        return ceiling * (1.0 - self.jitter * float(rng.random()))
+
+    @property
+    def max_wait_s(self) -> float:
+        """The longest a request can take before its party is reported failed."""
+        waits = self.attempts * self.timeout_s
+        ceilings = (
+            min(self.max_backoff_s, self.backoff_s * 2.0 ** min(n - 1, 60))
+            for n in range(1, self.attempts)
+        )
+        return waits + sum(ceilings)

@@ -1,0 +1,195 @@
+"""TLS material and party authentication for the gRPC transport.
+
+Every connection is TLS: the server presents a certificate signed by a CA the parties trust.
+Each party proves who it is with one or both of
+
+- a **client certificate** (mutual TLS) signed by the CA the server trusts, whose common name or
+  a subject alternative name is ``party-<id>`` for the party id it claims;
+- a **token**: a secret the party sends in the call metadata; the server keeps only its SHA-256
+  digest and compares digests in constant time.
+
+The server refuses a party id that is not in the run, a missing or wrong credential, and a
+certificate that names another party.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import grpc
+
+from vfl.errors import ConfigError, ProtocolError
+
+METADATA_PARTY = "vfl-party"
+METADATA_TOKEN = "vfl-token"
+METADATA_INSTANCE = "vfl-instance"
+"""Call metadata a party sends: its id, its token (if any) and a random id of its process."""
+
+RefusalCode = Literal["unauthenticated", "permission_denied"]
+
+
+class RefusedError(ProtocolError):
+    """The server refused a party's connection; retrying with the same credentials is useless.
+
+    Attributes:
+        code: ``unauthenticated`` (missing or wrong credential) or ``permission_denied``
+            (a party that is not in the run).
+    """
+
+    def __init__(self, message: str, code: RefusalCode = "unauthenticated") -> None:
+        super().__init__(message)
+        self.code: RefusalCode = code
+
+
+def party_name(party: int) -> str:
+    """The name a party's certificate must carry (common name or SAN): ``party-<id>``."""
+    return f"party-{party}"
+
+
+def token_digest(token: str) -> str:
+    """Hex SHA-256 of a token, as the server config stores it.
+
+    Example:
+        >>> token_digest("secret")[:16]
+        '2bb80d537b1da3e3'
+    """
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ServerTls:
+    """The server's TLS material (PEM bytes).
+
+    Attributes:
+        cert_chain: The server certificate (and intermediates).
+        private_key: Its private key.
+        client_ca: The CA that signs party certificates; required for mutual TLS.
+        mutual: Require every party to present a certificate signed by ``client_ca``.
+    """
+
+    cert_chain: bytes
+    private_key: bytes
+    client_ca: bytes = b""
+    mutual: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mutual and not self.client_ca:
+            raise ConfigError("mutual TLS needs the CA that signs party certificates (client_ca)")
+
+    def credentials(self) -> grpc.ServerCredentials:
+        """GRPC server credentials."""
+        return grpc.ssl_server_credentials(
+            [(self.private_key, self.cert_chain)],
+            root_certificates=self.client_ca or None,
+            require_client_auth=self.mutual,
+        )
+
+
+@dataclass(frozen=True)
+class PartyTls:
+    """A party's TLS material (PEM bytes).
+
+    Attributes:
+        root_ca: The CA that signed the server's certificate.
+        cert_chain: The party's certificate, for mutual TLS (empty: none).
+        private_key: Its private key.
+        server_name: The name to check in the server's certificate when it differs from the
+            host in the address (for example when dialing an IP the certificate does not name).
+    """
+
+    root_ca: bytes
+    cert_chain: bytes = b""
+    private_key: bytes = b""
+    server_name: str = ""
+
+    def __post_init__(self) -> None:
+        if bool(self.cert_chain) != bool(self.private_key):
+            raise ConfigError("a party certificate needs its private key, and vice versa")
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        """GRPC channel credentials."""
+        return grpc.ssl_channel_credentials(
+            root_certificates=self.root_ca,
+            private_key=self.private_key or None,
+            certificate_chain=self.cert_chain or None,
+        )
+
+    def options(self) -> list[tuple[str, str]]:
+        """Channel options (the TLS name override, if set)."""
+        if not self.server_name:
+            return []
+        return [("grpc.ssl_target_name_override", self.server_name)]
+
+
+@dataclass(frozen=True)
+class PartyCredential:
+    """What the server checks for one party.
+
+    Attributes:
+        token_sha256: Hex SHA-256 of the party's token; empty if it authenticates by
+            certificate alone.
+    """
+
+    token_sha256: str = ""
+
+    def __post_init__(self) -> None:
+        digest = self.token_sha256
+        if digest and (len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest)):
+            raise ConfigError(f"token_sha256 must be 64 lowercase hex digits, got {digest!r}")
+
+
+class Authenticator:
+    """Decides which party a new connection belongs to, or refuses it.
+
+    Args:
+        credentials: The parties of the run and their credentials.
+        mutual: Whether connections carry client certificates (mutual TLS) to check.
+    """
+
+    def __init__(self, credentials: Mapping[int, PartyCredential], *, mutual: bool) -> None:
+        for party, credential in credentials.items():
+            if not mutual and not credential.token_sha256:
+                raise ConfigError(
+                    f"party {party} has no credential: give it a token_sha256 or turn on mutual TLS"
+                )
+        self.credentials = dict(credentials)
+        self.mutual = mutual
+
+    def check(self, metadata: Mapping[str, str], peer_names: Sequence[str]) -> tuple[int, str]:
+        """The party id and process instance of a connection.
+
+        Args:
+            metadata: The call metadata.
+            peer_names: Common name and subject alternative names of the client certificate
+                (empty without one).
+
+        Raises:
+            RefusedError: naming the reason.
+        """
+        claimed = metadata.get(METADATA_PARTY, "")
+        if not claimed.isdigit():
+            raise RefusedError(f"no valid party id in the call metadata (got {claimed!r})")
+        party = int(claimed)
+        credential = self.credentials.get(party)
+        if credential is None:
+            raise RefusedError(
+                f"party {party} is not in this run (parties: {sorted(self.credentials)})",
+                "permission_denied",
+            )
+        if self.mutual and party_name(party) not in peer_names:
+            raise RefusedError(
+                f"party {party}'s client certificate names {list(peer_names)}, not"
+                f" {party_name(party)!r}"
+            )
+        if credential.token_sha256:
+            digest = token_digest(metadata.get(METADATA_TOKEN, ""))
+            if not hmac.compare_digest(digest, credential.token_sha256):
+                raise RefusedError(f"party {party} presented a missing or wrong token")
+        instance = metadata.get(METADATA_INSTANCE, "")
+        if not instance:
+            raise RefusedError(f"party {party} sent no process instance id")
+        return party, instance

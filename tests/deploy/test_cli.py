@@ -1,0 +1,72 @@
+"""The deployment commands: argument handling and the errors they report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.deploy.scenario import make_scenario, run_launch
+from vfl.deploy.__main__ import main
+from vfl.transport.security import token_digest
+
+
+def test_certs_writes_the_files_and_prints_the_token_digests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Execute
+    status = main(["certs", "--out", str(tmp_path), "--parties", "1", "2"])
+
+    # Assert
+    assert status == 0
+    out = capsys.readouterr().out
+    for party in (1, 2):
+        digest = token_digest((tmp_path / f"party-{party}.token").read_text().strip())
+        assert f'id = {party}\ntoken_sha256 = "{digest}"' in out
+    assert {p.name for p in tmp_path.iterdir()} >= {"ca.pem", "server.pem", "server.key"}
+
+
+def test_a_server_config_without_a_deployment_table_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    config = tmp_path / "run.toml"
+    config.write_text('[data]\nname = "table"\npath = "x.csv"\nlabel = "y"\n')
+
+    # Execute
+    status = main(["server", "--config", str(config)])
+
+    # Assert
+    assert status == 2
+    assert "has no [deployment] table" in capsys.readouterr().err
+
+
+def test_a_party_refuses_a_state_directory_of_an_earlier_run_without_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    scenario = make_scenario(tmp_path)
+    scenario.state_dir(1).mkdir()
+    (scenario.state_dir(1) / "checkpoint-5.pt").write_bytes(b"")
+
+    # Execute
+    status = main(["party", "--config", str(scenario.party_tomls[1])])
+
+    # Assert
+    assert status == 2
+    assert "holds a previous run" in capsys.readouterr().err
+
+
+def test_launch_stops_every_process_and_names_a_refused_party(tmp_path: Path) -> None:
+    # Prepare: a one-party run whose party's token file holds the wrong token
+    scenario = make_scenario(tmp_path, num_parties=1, epochs=1)
+    scenario.pki.parties[1].token.write_text("forged\n")
+
+    # Execute
+    result = run_launch(scenario, timeout=120)
+
+    # Assert
+    assert result.returncode == 2
+    assert "party-1 exited with status 2" in result.stderr
+    assert "refused party 1" in result.stderr
+    assert "wrong token" in (scenario.run_dir / "logs" / "server.log").read_text()

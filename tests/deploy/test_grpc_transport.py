@@ -1,0 +1,300 @@
+"""The gRPC transport beyond the shared contract: security, bad frames, timeouts, reconnection."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from tests.deploy.loopback import FAST, party_tls, start_loopback, token
+from vfl.deploy.certs import PkiFiles
+from vfl.errors import ProtocolError
+from vfl.transport import PartyEndpoint
+from vfl.transport.chunks import Assembled, split_frame
+from vfl.transport.grpc_party import PartyLink
+from vfl.transport.link import PartyRestartedError, PartyUnavailableError
+from vfl.transport.proto.vfl_pb2 import Chunk
+from vfl.transport.retry import RetryPolicy
+from vfl.transport.security import RefusedError
+from vfl.wire import Ack, EmbedReply, EmbedRequest, GradRequest, Message, encode
+from vfl.wire.codec import DEFAULT_MAX_BYTES
+
+
+def echo(party: int) -> Callable[[Message], Message]:
+    def handle(message: Message) -> Message:
+        if isinstance(message, EmbedRequest):
+            return EmbedReply(round=message.round, embedding=message.ids.float().unsqueeze(1))
+        return Ack(round=message.round)
+
+    return handle
+
+
+def endpoint(party: int, handler: Callable[[Message], Message] | None = None) -> PartyEndpoint:
+    return PartyEndpoint(party, handler or echo(party))
+
+
+def dialing_link(pki: PkiFiles, port: int, party: int, **options: object) -> PartyLink:
+    """A link for ``party`` with its own credentials unless ``options`` replace them."""
+    defaults: dict[str, object] = {
+        "tls": party_tls(pki, party),
+        "token": token(pki, party),
+        "give_up_s": 1.0,
+    }
+    defaults.update(options)
+    return PartyLink(
+        party,
+        endpoint(party).handle_frame,
+        address=f"localhost:{port}",
+        policy=RetryPolicy(backoff_s=0.05, max_backoff_s=0.1),
+        **defaults,  # type: ignore[arg-type]
+    )
+
+
+def test_a_party_with_a_wrong_token_is_refused(
+    pki: PkiFiles, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Prepare
+    loopback = start_loopback(pki, {1: endpoint(1).handle_frame}, parties=(1, 2))
+    link = dialing_link(pki, loopback.transport.port, 2, token="not-the-token")
+
+    # Execute
+    with caplog.at_level(logging.WARNING), pytest.raises(RefusedError, match="wrong token"):
+        link.serve()
+
+    # Assert
+    assert set(loopback.transport.connected()) == {1}
+    assert "refused a connection" in caplog.text
+    loopback.close()
+
+
+def test_a_party_not_in_the_run_is_refused(pki: PkiFiles) -> None:
+    # Prepare
+    loopback = start_loopback(pki, {1: endpoint(1).handle_frame})
+    link = dialing_link(pki, loopback.transport.port, 3)
+
+    # Execute / Assert
+    with pytest.raises(RefusedError, match="party 3 is not in this run") as caught:
+        link.serve()
+    assert caught.value.code == "permission_denied"
+    loopback.close()
+
+
+def test_a_certificate_of_another_party_is_refused(pki: PkiFiles) -> None:
+    # Prepare: party 2 presents party 1's certificate (and its own valid token)
+    loopback = start_loopback(pki, {1: endpoint(1).handle_frame}, parties=(1, 2))
+    link = dialing_link(pki, loopback.transport.port, 2, tls=party_tls(pki, 2, cert_of=1))
+
+    # Execute / Assert
+    with pytest.raises(RefusedError, match="names \\['party-1'"):
+        link.serve()
+    loopback.close()
+
+
+def test_without_a_client_certificate_mutual_tls_fails_and_the_party_gives_up(
+    pki: PkiFiles,
+) -> None:
+    # Prepare
+    loopback = start_loopback(pki, {1: endpoint(1).handle_frame}, parties=(1, 2))
+    bare = party_tls(pki, 2)
+    link = dialing_link(pki, loopback.transport.port, 2, tls=type(bare)(bare.root_ca))
+
+    # Execute
+    started = time.monotonic()
+    with pytest.raises(ProtocolError, match="could not reach the server"):
+        link.serve()
+
+    # Assert
+    assert time.monotonic() - started < 10
+    assert set(loopback.transport.connected()) == {1}
+    loopback.close()
+
+
+class InjectingLink(PartyLink):
+    """Sends malformed, oversized and forged frames before each real reply."""
+
+    def _answer(self, item: Assembled) -> tuple[list[bytes], bool]:
+        chunks, stop = super()._answer(item)
+        oversized = Chunk(
+            message_id=item.message_id, index=0, count=1, total_bytes=DEFAULT_MAX_BYTES + 1
+        ).SerializeToString()
+        forged = encode(Ack(round=0), sender=self.party_id + 1)
+        junk = [
+            oversized,
+            b"\xff\x00 not a chunk",
+            *split_frame(item.message_id, forged, chunk_bytes=1024),
+            *split_frame(item.message_id, b"XY garbage frame", chunk_bytes=1024),
+        ]
+        return junk + chunks, stop
+
+
+def test_bad_frames_are_rejected_with_a_reason_and_the_exchange_goes_on(
+    pki: PkiFiles, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Prepare
+    loopback = start_loopback(
+        pki,
+        {1: endpoint(1).handle_frame, 2: endpoint(2).handle_frame},
+        link_class=lambda party, *a, **k: (InjectingLink if party == 1 else PartyLink)(
+            party, *a, **k
+        ),
+    )
+
+    # Execute
+    with caplog.at_level(logging.WARNING, logger="vfl.transport.grpc_transport"):
+        exchanges = [
+            loopback.transport.request(
+                {p: EmbedRequest(round=r, ids=torch.arange(3)) for p in (1, 2)}
+            )
+            for r in range(2)
+        ]
+
+    # Assert
+    assert all(not e.failures and set(e.replies) == {1, 2} for e in exchanges)
+    rejections = [r.getMessage() for r in caplog.records if "rejected a frame" in r.getMessage()]
+    assert len(rejections) == 8
+    assert any("over the limit" in r for r in rejections)
+    assert any("not a Chunk" in r for r in rejections)
+    assert any("from sender 2" in r for r in rejections)
+    assert any("bad magic" in r for r in rejections)
+    loopback.close()
+
+
+def test_a_frame_over_the_party_limit_is_dropped_and_the_party_keeps_serving(
+    pki: PkiFiles,
+) -> None:
+    # Prepare: the party accepts frames of at most 200 bytes
+    loopback = start_loopback(pki, {1: endpoint(1).handle_frame}, max_bytes=200)
+    transport = loopback.transport
+
+    # Execute
+    too_big = transport.request({1: EmbedRequest(round=0, ids=torch.arange(100))})
+    small = transport.request({1: EmbedRequest(round=1, ids=torch.arange(3))})
+
+    # Assert
+    assert isinstance(too_big.failures[1], PartyUnavailableError)
+    assert not small.failures
+    loopback.close()
+
+
+def test_a_silent_party_is_reported_after_the_retries_and_never_waited_on_forever(
+    pki: PkiFiles,
+) -> None:
+    # Prepare
+    def stalls(message: Message) -> Message:
+        time.sleep(1.5)
+        return Ack(round=message.round)
+
+    loopback = start_loopback(
+        pki, {1: endpoint(1).handle_frame, 2: endpoint(2, stalls).handle_frame}
+    )
+
+    # Execute
+    started = time.monotonic()
+    exchange = loopback.transport.request({p: Ack(round=0) for p in (1, 2)})
+    waited = time.monotonic() - started
+
+    # Assert
+    assert set(exchange.replies) == {1}
+    assert isinstance(exchange.failures[2], PartyUnavailableError)
+    assert "party 2 did not answer" in str(exchange.failures[2])
+    assert FAST.attempts * FAST.timeout_s <= waited < FAST.max_wait_s + 1.0
+    loopback.close()
+
+
+def test_a_party_whose_stream_broke_fails_after_the_reconnect_grace_not_the_timeout(
+    pki: PkiFiles,
+) -> None:
+    # Prepare: a long timeout, a short grace; the party leaves while its request is open
+    holder: dict[str, PartyLink] = {}
+
+    def leaves(message: Message) -> Message:
+        holder["link"].stop()
+        return Ack(round=message.round)
+
+    policy = RetryPolicy(attempts=1, timeout_s=30, reconnect_s=0.5)
+    loopback = start_loopback(pki, {1: endpoint(1, leaves).handle_frame}, policy=policy)
+    holder["link"] = loopback.links[1]
+
+    # Execute
+    started = time.monotonic()
+    exchange = loopback.transport.request({1: Ack(round=0)})
+
+    # Assert
+    assert "did not reconnect within 0.5 s" in str(exchange.failures[1])
+    assert time.monotonic() - started < 5
+    loopback.close()
+
+
+def test_a_reply_lost_with_the_stream_is_resent_from_the_cache_not_recomputed(
+    pki: PkiFiles,
+) -> None:
+    # Prepare: the party drops its stream right after applying the first gradient
+    applied: list[int] = []
+    holder: dict[str, PartyLink] = {}
+
+    def steps(message: Message) -> Message:
+        applied.append(message.round)
+        if len(applied) == 1:
+            holder["link"].reconnect()
+        return Ack(round=message.round)
+
+    loopback = start_loopback(pki, {1: endpoint(1, steps).handle_frame})
+    holder["link"] = loopback.links[1]
+    gradient = GradRequest(round=0, grad=torch.ones(2, 2))
+
+    # Execute
+    started = time.monotonic()
+    exchange = loopback.transport.request({1: gradient})
+
+    # Assert
+    assert not exchange.failures
+    assert applied == [0]  # answered twice at most, applied once
+    assert time.monotonic() - started < FAST.timeout_s  # resent on reconnection, no timeout
+    loopback.close()
+
+
+def test_a_party_restarted_in_a_new_process_fails_its_requests_at_once(pki: PkiFiles) -> None:
+    # Prepare: pin party 1 to its first process, then replace that process
+    loopback = start_loopback(pki, {1: endpoint(1).handle_frame})
+    transport = loopback.transport
+    transport.pin(transport.connected())
+    loopback.links[1].stop()
+    loopback.threads[1].join(5)
+    loopback.add(dialing_link(pki, transport.port, 1, give_up_s=30.0))
+    transport.wait_for_parties(10)
+
+    # Execute
+    started = time.monotonic()
+    exchange = transport.request({1: Ack(round=0)})
+
+    # Assert
+    assert isinstance(exchange.failures[1], PartyRestartedError)
+    assert time.monotonic() - started < FAST.timeout_s
+    transport.unpin()
+    assert not transport.request({1: Ack(round=1)}).failures
+    loopback.close()
+
+
+def test_large_frames_travel_in_chunks_and_the_wire_counts_match_the_ledger(
+    pki: PkiFiles,
+) -> None:
+    # Prepare: 1000-byte chunks, so a 8,016-byte request takes 9 chunks
+    loopback = start_loopback(pki, {1: endpoint(1).handle_frame}, chunk_bytes=1000)
+    transport = loopback.transport
+    ids = torch.arange(1000)
+
+    # Execute
+    exchange = transport.request({1: EmbedRequest(round=0, ids=ids)})
+
+    # Assert
+    reply = exchange.replies[1]
+    assert isinstance(reply, EmbedReply)
+    assert torch.equal(reply.embedding, ids.float().unsqueeze(1))
+    ledger_down = transport.ledger.total(direction="down")
+    assert ledger_down == len(encode(EmbedRequest(round=0, ids=ids), sender=0))
+    overhead = transport.wire.sent("train") - ledger_down
+    assert 9 * 5 <= overhead <= 9 * 30  # gRPC prefix and chunk fields, per chunk
+    loopback.close()

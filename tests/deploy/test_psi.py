@@ -1,0 +1,158 @@
+"""Private set intersection: the math, and alignment through the server's relay."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vfl.deploy.alignment import Alignment, align
+from vfl.deploy.control import LocalControl
+from vfl.deploy.data import HolderSplit, id_bytes
+from vfl.deploy.party import PartyRuntime
+from vfl.deploy.psi import PsiHolder, blind, hash_to_group, intersect, new_scalar, split_points
+from vfl.deploy.state import PartyState
+from vfl.errors import WireError
+from vfl.transport import PartyEndpoint
+from vfl.wire import SPLIT_TEST, SPLIT_TRAIN, decode
+
+SPLITS = ("train", "test")
+
+
+def test_blinding_commutes_so_equal_ids_meet() -> None:
+    # Prepare
+    point = hash_to_group(b"customer-17")
+    a, b = new_scalar(), new_scalar()
+
+    # Execute
+    ab = blind(blind(point, a), b)
+    ba = blind(blind(point, b), a)
+
+    # Assert
+    assert ab == ba
+    assert ab != blind(blind(hash_to_group(b"customer-18"), a), b)
+    assert blind(point, a) != point
+
+
+def test_bytes_that_are_not_group_elements_are_rejected() -> None:
+    with pytest.raises(WireError, match="not an element"):
+        blind(b"\x01" * 32, new_scalar())
+    with pytest.raises(WireError, match="whole number of 32-byte"):
+        split_points(b"\x00" * 33)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    sets=st.lists(st.sets(st.integers(0, 40), min_size=1, max_size=25), min_size=2, max_size=4),
+    seed=st.integers(0, 1000),
+)
+def test_every_holder_keeps_exactly_the_common_ids_in_one_order(
+    sets: list[set[int]], seed: int
+) -> None:
+    # Prepare: each holder lists its IDs in its own random order
+    rng = np.random.default_rng(seed)
+    lists = [[str(x).encode() for x in rng.permutation(sorted(s))] for s in sets]
+    holders = [PsiHolder(ids, rng=np.random.default_rng(seed + i)) for i, ids in enumerate(lists)]
+    blinded = [h.start() for h in holders]
+    for owner in range(len(holders)):  # every list visits every other holder
+        for other, holder in enumerate(holders):
+            if other != owner:
+                blinded[owner] = holder.blind(blinded[owner])
+
+    # Execute
+    orders = intersect(blinded)
+
+    # Assert
+    aligned = [
+        [ids[r] for r in h.rows(o)] for ids, h, o in zip(lists, holders, orders, strict=True)
+    ]
+    common = {str(x).encode() for x in set.intersection(*sets)}
+    assert all(a == aligned[0] for a in aligned)
+    assert set(aligned[0]) == common and len(aligned[0]) == len(common)
+
+
+def test_a_result_naming_positions_outside_the_list_is_rejected() -> None:
+    holder = PsiHolder([b"a", b"b"])
+    with pytest.raises(WireError, match="outside"):
+        holder.rows(np.array([2], dtype=np.int64))
+    with pytest.raises(WireError, match="repeats"):
+        holder.rows(np.array([1, 1], dtype=np.int64))
+
+
+def party_tables(ids: dict[str, list[str]], seed: int) -> dict[int, HolderSplit]:
+    rng = np.random.default_rng(seed)
+    return {
+        split: HolderSplit(
+            np.array(ids[name]), pd.DataFrame({"x": rng.normal(size=len(ids[name]))})
+        )
+        for split, name in ((SPLIT_TRAIN, "train"), (SPLIT_TEST, "test"))
+    }
+
+
+def recording(handler: Callable[[bytes], bytes], seen: list[bytes]) -> Callable[[bytes], bytes]:
+    def handle(frame: bytes) -> bytes:
+        seen.append(frame)
+        return handler(frame)
+
+    return handle
+
+
+def test_alignment_through_the_relay_uses_the_intersection_and_hides_other_ids(
+    tmp_path: Path,
+) -> None:
+    # Prepare: a server and three parties whose ID lists overlap partly, in different orders
+    rng = np.random.default_rng(1)
+    holder_ids = {
+        h: {
+            s: list(rng.permutation([f"{s}{i:03d}" for i in range(60)])[: 40 + 5 * h])
+            for s in SPLITS
+        }
+        for h in range(4)
+    }
+    runtimes = {
+        p: PartyRuntime(
+            p, party_tables(holder_ids[p], p), PartyState(tmp_path / f"p{p}", resume=False)
+        )
+        for p in (1, 2, 3)
+    }
+    seen: dict[int, list[bytes]] = {p: [] for p in runtimes}
+    endpoints = {p: PartyEndpoint(p, r.handle) for p, r in runtimes.items()}
+    for p, e in endpoints.items():
+        e.handle_frame = recording(e.handle_frame, seen[p])  # type: ignore[method-assign]
+    server_ids = {
+        SPLIT_TRAIN: np.array(holder_ids[0]["train"]),
+        SPLIT_TEST: np.array(holder_ids[0]["test"]),
+    }
+
+    # Execute
+    alignment = align(LocalControl(endpoints), server_ids)
+
+    # Assert: the same common IDs, in the same order, at every holder
+    for split, name in ((SPLIT_TRAIN, "train"), (SPLIT_TEST, "test")):
+        common = set.intersection(*(set(holder_ids[h][name]) for h in range(4)))
+        order = list(server_ids[split][alignment.rows[split]])
+        assert set(order) == common and len(order) == len(common)
+        for p, runtime in runtimes.items():
+            saved = Alignment.load(next(runtime.state.directory.glob("alignment-*.pt")))
+            assert saved.id == alignment.id
+            assert list(np.array(holder_ids[p][name])[saved.rows[split]]) == order
+    # Assert: no party ever received another holder's ID, hashed or not, beyond its own
+    for p, frames in seen.items():
+        received = b"".join(frames)
+        assert all(decode(f).sender == 0 for f in frames)
+        for s in SPLITS:
+            others = {x for h in range(4) if h != p for x in holder_ids[h][s]}
+            foreign = others - set(holder_ids[p][s])
+            assert foreign
+            for x in foreign:
+                assert x.encode() not in received
+                assert hash_to_group(x.encode()) not in received
+
+
+def test_ids_are_compared_by_their_text() -> None:
+    assert id_bytes(np.array([7, 42])) == id_bytes(np.array(["7", "42"]))

@@ -1,0 +1,138 @@
+"""Killed processes: a party or the server dies mid-epoch; the run resumes and completes.
+
+Each test runs the server and two parties as separate processes for several epochs (slow).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.deploy.scenario import (
+    Scenario,
+    free_port,
+    make_scenario,
+    simulate_aligned,
+    start_party,
+    start_server,
+    wait_for_epoch,
+)
+from vfl.results import RunDirectory
+
+pytestmark = pytest.mark.slow
+
+EPOCHS = 4
+TIMEOUT = 240
+
+
+@pytest.fixture
+def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Processes a test started; whatever still runs at the end is killed."""
+    processes: list[subprocess.Popen[bytes]] = []
+    yield processes
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def scenario_for(root: Path, *deployment: str) -> Scenario:
+    return make_scenario(
+        root,
+        rows=(3000, 400),
+        epochs=EPOCHS,
+        deployment=deployment or ("request_timeout_s = 5", "connect_timeout_s = 60"),
+    )
+
+
+def final_accuracy(run_dir: Path) -> float:
+    return float(json.loads((run_dir / "summary.json").read_text())["final"]["test_accuracy"])
+
+
+def test_a_party_killed_mid_epoch_and_restarted_with_resume_completes_the_run(
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
+    # Prepare
+    scenario = scenario_for(tmp_path / "deployment")
+    address = f"127.0.0.1:{free_port()}"
+    server = start_server(scenario, address)
+    parties = {p: start_party(scenario, p, address) for p in (1, 2)}
+    spawned += [server, *parties.values()]
+    wait_for_epoch(scenario, server, 1)
+
+    # Execute: kill party 1 during epoch 2 and restart it from its state directory
+    parties[1].send_signal(signal.SIGKILL)
+    parties[1].wait()
+    parties[1] = start_party(scenario, 1, address, "--resume")
+    spawned.append(parties[1])
+
+    # Assert
+    assert server.wait(TIMEOUT) == 0, (tmp_path / "deployment" / "server.log").read_text()[-3000:]
+    assert all(p.wait(60) == 0 for p in parties.values())
+    records = RunDirectory(scenario.run_dir).read_metrics()
+    assert [r["epoch"] for r in records] == list(range(EPOCHS + 1))
+    log = (scenario.root / "server.log").read_text()
+    assert "resuming from the last checkpoint" in log
+    reference = simulate_aligned(scenario, tmp_path / "reference")
+    reference_accuracy = RunDirectory(tmp_path / "reference").read_metrics()[-1]["test_accuracy"]
+    assert simulation_rounds(reference) == records[-1]["round"]
+    assert abs(final_accuracy(scenario.run_dir) - reference_accuracy) <= 0.005
+
+
+def test_a_server_killed_mid_epoch_and_restarted_with_resume_completes_the_run(
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
+    # Prepare: parties keep dialing the same address while the server is down
+    scenario = scenario_for(tmp_path / "deployment")
+    address = f"127.0.0.1:{free_port()}"
+    server = start_server(scenario, address)
+    parties = {p: start_party(scenario, p, address) for p in (1, 2)}
+    spawned += [server, *parties.values()]
+    wait_for_epoch(scenario, server, 1)
+
+    # Execute
+    server.send_signal(signal.SIGKILL)
+    server.wait()
+    server = start_server(scenario, address, "--resume")
+    spawned.append(server)
+
+    # Assert
+    assert server.wait(TIMEOUT) == 0, (scenario.root / "server.log").read_text()[-3000:]
+    assert all(p.wait(60) == 0 for p in parties.values())
+    records = RunDirectory(scenario.run_dir).read_metrics()
+    assert [r["epoch"] for r in records] == list(range(EPOCHS + 1))
+    simulate_aligned(scenario, tmp_path / "reference")
+    reference_accuracy = RunDirectory(tmp_path / "reference").read_metrics()[-1]["test_accuracy"]
+    assert abs(final_accuracy(scenario.run_dir) - reference_accuracy) <= 0.005
+
+
+def test_a_party_that_never_comes_back_stops_the_run_with_an_error_naming_it(
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
+    # Prepare
+    scenario = scenario_for(
+        tmp_path / "deployment", "request_timeout_s = 1", "attempts = 2", "connect_timeout_s = 3"
+    )
+    address = f"127.0.0.1:{free_port()}"
+    server = start_server(scenario, address)
+    parties = {p: start_party(scenario, p, address) for p in (1, 2)}
+    spawned += [server, *parties.values()]
+    wait_for_epoch(scenario, server, 1)
+
+    # Execute
+    parties[2].send_signal(signal.SIGKILL)
+    status = server.wait(60)
+
+    # Assert
+    assert status == 2
+    log = (scenario.root / "server.log").read_text()
+    assert "parties [2] did not connect within 3 s; the run stops at its checkpoint" in log
+
+
+def simulation_rounds(simulation: object) -> int:
+    return int(simulation.trainer.rounds)  # type: ignore[attr-defined]
