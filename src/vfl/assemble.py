@@ -22,6 +22,7 @@ from vfl.compress.schedule import DiminishingBits, StepBits
 from vfl.compress.topk import TopK
 from vfl.config import CompressorConfig, RunConfig
 from vfl.errors import ConfigError
+from vfl.lightweight import Lightweighting
 from vfl.local import LocalSteps
 from vfl.metrics import Task
 from vfl.models.build import build_bottom, build_head
@@ -37,6 +38,7 @@ from vfl.protocol.split import SequentialSplitLearning, SplitLearning
 from vfl.secure_sum import PartySecureSum, ServerSecureSum, mechanism_generator
 from vfl.seeding import derive_seed, torch_seed
 from vfl.server import Server
+from vfl.sparsify import SparsifyingCodec
 from vfl.transport.base import Transport
 from vfl.wire import SPLIT_TRAIN
 
@@ -106,7 +108,10 @@ def links(config: RunConfig) -> Links:
     if config.protocol.labels == "private":
         if compress.server_model.name != "none":
             raise ConfigError("compress.server_model applies to protocol.labels = 'shared' only")
-        return Links(embedding=codec(compress.embedding), gradient=codec(compress.gradient))
+        return Links(
+            embedding=_sparse_decoder(config, codec(compress.embedding)),
+            gradient=codec(compress.gradient),
+        )
     if compress.gradient.name != "none":
         raise ConfigError(
             "compress.gradient applies to protocol.labels = 'private' only; with"
@@ -114,7 +119,33 @@ def links(config: RunConfig) -> Links:
         )
     embedding = compress.embedding if compress.embedding.name != "none" else IDENTITY
     server_model = compress.server_model if compress.server_model.name != "none" else embedding
-    return Links(embedding=codec(embedding), server_model=codec(server_model))
+    return Links(
+        embedding=_sparse_decoder(config, codec(embedding)), server_model=codec(server_model)
+    )
+
+
+def _value_codec(config: RunConfig, link: TensorCodec | None) -> TensorCodec | None:
+    """What encodes the kept values of a sparsified upload: a quantizer, or plain float32."""
+    return None if config.compress.embedding.name in ("none", "identity") else link
+
+
+def _sparse_decoder(config: RunConfig, link: TensorCodec | None) -> TensorCodec | None:
+    """With LVFL sparsification, every embedding payload is decoded as a sparse one."""
+    if not config.lightweight.sparsifies:
+        return link
+    return SparsifyingCodec(inner=_value_codec(config, link))
+
+
+def uplink(config: RunConfig, party: int) -> TensorCodec | None:
+    """The codec party ``party`` encodes its embeddings with (its own ``β`` schedule)."""
+    embedding = config.compress.embedding
+    if config.protocol.labels == "shared" and embedding.name == "none":
+        embedding = IDENTITY
+    link = codec(embedding)
+    if not config.lightweight.sparsifies:
+        return link
+    beta = Lightweighting.from_config(config.lightweight, party).beta
+    return SparsifyingCodec(beta.value_at, inner=_value_codec(config, link))
 
 
 def learning_rate(config: RunConfig) -> LearningRateSchedule | None:
@@ -167,11 +198,12 @@ def party_options(
     link = links(config)
     options = PartyOptions(
         steps=local_steps(config),
-        uplink=link.embedding,
+        uplink=uplink(config, party),
         gradient=link.gradient,
         seeds=MessageSeeds(config.train.seed),
         learning_rate=learning_rate(config),
         privacy=party_privacy(config, party),
+        lightweight=Lightweighting.from_config(config.lightweight, party),
     )
     if config.protocol.labels == "shared":
         if train_labels is None or task is None or widths is None or head is None:

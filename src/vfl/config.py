@@ -392,6 +392,126 @@ TARGET_METRICS = ("", "test_accuracy", "test_loss", "test_f1", "test_auc")
 
 
 @dataclass(frozen=True)
+class RatioScheduleConfig:
+    """A per-round ratio (LVFL's ``α_k^t`` or ``β_k^t``): the fraction removed, in ``[0, 1)``.
+
+    Attributes:
+        kind: ``constant`` (``value``), ``steps`` (``steps``: ``[round, ratio]`` pairs, each ratio
+            holding from its round on), ``linear`` (from ``start_value`` at ``start_round`` to
+            ``end_value`` at ``end_round``), or ``table`` (``values``: one ratio per round, the
+            last one holding afterwards). Rounds count from 0.
+        value: For ``constant``.
+        steps: For ``steps``: ``[[0, 0.0], [40, 0.4]]`` switches 0.4 on at round 40.
+        start_round: For ``linear``.
+        end_round: For ``linear``.
+        start_value: For ``linear``.
+        end_value: For ``linear``.
+        values: For ``table``.
+    """
+
+    kind: Literal["constant", "steps", "linear", "table"] = "constant"
+    value: float = 0.0
+    steps: tuple[tuple[float, ...], ...] = ()
+    start_round: int = 0
+    end_round: int = 0
+    start_value: float = 0.0
+    end_value: float = 0.0
+    values: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        check(0 <= self.value < 1, "value", f"must lie in [0, 1), got {self.value}")
+        check(
+            self.kind != "steps" or bool(self.steps),
+            "steps",
+            "kind 'steps' needs [[round, ratio], ...] pairs",
+        )
+        check(
+            self.kind != "table" or bool(self.values),
+            "values",
+            "kind 'table' needs one ratio per round",
+        )
+
+    def spec(self) -> dict[str, object]:
+        """The schedule as ``vfl.prune.make_schedule`` takes it."""
+        if self.kind == "constant":
+            return {"kind": "constant", "value": self.value}
+        if self.kind == "steps":
+            return {"kind": "steps", "steps": [[int(r), float(v)] for r, v in self.steps]}
+        if self.kind == "table":
+            return {"kind": "table", "values": list(self.values)}
+        return {
+            "kind": "linear",
+            "start_round": self.start_round,
+            "end_round": self.end_round,
+            "start_value": self.start_value,
+            "end_value": self.end_value,
+        }
+
+    @property
+    def is_zero(self) -> bool:
+        """Whether the ratio is 0 in every round."""
+        ratios = {
+            "constant": (self.value,),
+            "steps": tuple(v for _, v in self.steps),
+            "table": self.values,
+            "linear": (self.start_value, self.end_value),
+        }[self.kind]
+        return all(r == 0 for r in ratios)
+
+
+@dataclass(frozen=True)
+class PartyLightweightConfig:
+    """One party's own schedules (heterogeneous devices), replacing the shared ones.
+
+    Attributes:
+        party: The party id, 1..M.
+        alpha: Its pruning ratio schedule.
+        beta: Its upload sparsification schedule.
+    """
+
+    party: int = 0
+    alpha: RatioScheduleConfig = field(default_factory=RatioScheduleConfig)
+    beta: RatioScheduleConfig = field(default_factory=RatioScheduleConfig)
+
+    def __post_init__(self) -> None:
+        check(self.party >= 1, "party", f"must name a party id >= 1, got {self.party}")
+
+
+@dataclass(frozen=True)
+class LightweightConfig:
+    """LVFL lightweighting (see docs/lightweighting.md).
+
+    Attributes:
+        alpha: Computation: the fraction of filters/neurons pruned from every prunable layer of
+            each bottom model, per round, applied progressively (never regrown).
+        beta: Communication: the fraction of each upload's entries zeroed (smallest magnitudes
+            first), sent as values plus positions; combines with scalar or lattice quantizers.
+        party: Per-party schedules (``[[lightweight.party]]`` with ``party``, ``alpha``,
+            ``beta``); parties not listed use ``alpha`` and ``beta``.
+    """
+
+    alpha: RatioScheduleConfig = field(default_factory=RatioScheduleConfig)
+    beta: RatioScheduleConfig = field(default_factory=RatioScheduleConfig)
+    party: tuple[PartyLightweightConfig, ...] = ()
+
+    def __post_init__(self) -> None:
+        ids = [entry.party for entry in self.party]
+        check(len(ids) == len(set(ids)), "party", f"lists a party twice: {ids}")
+
+    def schedules_of(self, party: int) -> tuple[RatioScheduleConfig, RatioScheduleConfig]:
+        """Party ``party``'s (alpha, beta) schedules."""
+        for entry in self.party:
+            if entry.party == party:
+                return entry.alpha, entry.beta
+        return self.alpha, self.beta
+
+    @property
+    def sparsifies(self) -> bool:
+        """Whether any party ever zeroes part of its uploads."""
+        return not self.beta.is_zero or any(not e.beta.is_zero for e in self.party)
+
+
+@dataclass(frozen=True)
 class TargetConfig:
     """A metric value whose cost (rounds, bytes, time) the summary reports.
 
@@ -453,6 +573,7 @@ class RunConfig:
     protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
     compress: CompressConfig = field(default_factory=CompressConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    lightweight: LightweightConfig = field(default_factory=LightweightConfig)
     target: TargetConfig = field(default_factory=TargetConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
 
@@ -471,6 +592,29 @@ class RunConfig:
             )
         if self.privacy.mechanism == "pbm":
             _check_pbm(self)
+        if self.lightweight.sparsifies:
+            _check_sparsify(self)
+        for entry in self.lightweight.party:
+            check(
+                entry.party <= self.partition.num_parties,
+                "lightweight.party",
+                f"party {entry.party} is not a party; valid: 1..{self.partition.num_parties}",
+            )
+
+
+def _check_sparsify(config: RunConfig) -> None:
+    """LVFL sparsification replaces top-k and cannot carry PBM counts."""
+    check(
+        config.compress.embedding.name != "topk",
+        "compress.embedding.name",
+        "lightweight.beta already sparsifies the uploads; quantize the kept values with"
+        " 'scalar' or 'lattice' instead of 'topk'",
+    )
+    check(
+        config.privacy.mechanism == "none",
+        "lightweight.beta",
+        "with privacy.mechanism 'pbm' the uploads are PBM counts, which cannot be sparsified",
+    )
 
 
 def _check_pbm(config: RunConfig) -> None:

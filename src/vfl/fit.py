@@ -185,6 +185,9 @@ class _Fit:
             record["bytes_up"] = ledger.total(phase="train", direction="up")
             record["bytes_down"] = ledger.total(phase="train", direction="down")
             record["bytes_eval"] = ledger.total(phase="eval")
+        flops = self.simulation.bottom_flops()
+        if flops is not None:
+            record["bottom_flops"] = flops
         privacy = self.trainer.privacy_spent()
         if privacy is not None:
             record.update(privacy)

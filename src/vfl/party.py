@@ -8,6 +8,7 @@ compressed embedding and a compressed copy of the server model, and trains again
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from torch import nn
 from vfl.checks import all_finite, id_bounds
 from vfl.data.dataset import check_finite
 from vfl.errors import DataError, ProtocolError, WireError
+from vfl.lightweight import Lightweighting
 from vfl.local import LocalSteps, gradient_steps, view_steps
 from vfl.metrics import Task
 from vfl.optim import LearningRateSchedule
@@ -74,6 +76,7 @@ class PartyOptions:
         seeds: Per-message seeds shared with the server.
         learning_rate: Per-round learning rate, or ``None`` to keep the optimizer's.
         privacy: VFL-PBM: the mechanism and the secure-sum sessions, or ``None``.
+        lightweight: LVFL: pruning schedule and per-round compute records, or ``None``.
     """
 
     steps: LocalSteps = field(default_factory=LocalSteps)
@@ -83,6 +86,7 @@ class PartyOptions:
     seeds: MessageSeeds = field(default_factory=lambda: MessageSeeds(0))
     learning_rate: LearningRateSchedule | None = None
     privacy: PartySecureSum | None = None
+    lightweight: Lightweighting | None = None
 
 
 class Party:
@@ -122,6 +126,7 @@ class Party:
         self._batch: tuple[int, torch.Tensor] | None = None  # the round's ids, kept for refresh
         self._last_round = -1
         self._scores: torch.Tensor | None = None  # |d loss / d H| per column, for top-k
+        self._compute_seconds = 0.0  # the current round's forward and local steps
 
     def handle(self, message: Message) -> Message:
         """Answer one request from the server."""
@@ -150,11 +155,18 @@ class Party:
             )
         ids = self._check_ids(request.ids, SPLIT_TRAIN)
         self._last_round = request.round
+        started = time.perf_counter()
+        lightweight = self.options.lightweight
+        if lightweight is not None:
+            self.model, self.optimizer = lightweight.start_round(
+                self.model, self.optimizer, request.round
+            )
         if not self.model.training:
             self.model.train()
         if self.options.learning_rate is not None:
             self.options.learning_rate.apply(self.optimizer, request.round)
         embedding = self.model(self.features[SPLIT_TRAIN][ids])  # (B, P)
+        self._compute_seconds = time.perf_counter() - started
         self._pending = _Pending(request.round, ids, embedding)
         self._batch = (request.round, ids)
         if self.options.privacy is not None:
@@ -203,6 +215,7 @@ class Party:
     def _apply_grad(self, request: GradRequest | CompressedGradRequest) -> Ack:
         pending = self._take_pending(request)
         grad = self._received_grad(request, pending)
+        started = time.perf_counter()
         self._scores = grad.abs().mean(dim=0)
         gradient_steps(
             self.model,
@@ -212,7 +225,20 @@ class Party:
             first_embedding=pending.embedding,
             steps=self.options.steps,
         )
+        self._record_compute(pending, time.perf_counter() - started)
         return Ack(round=request.round)
+
+    def _record_compute(self, pending: _Pending, seconds: float) -> None:
+        lightweight = self.options.lightweight
+        if lightweight is not None:
+            lightweight.record(
+                pending.round,
+                self.model,
+                input_shape=tuple(self.features[SPLIT_TRAIN].shape[1:]),
+                samples=len(pending.ids),
+                steps=self.options.steps.count,
+                seconds=self._compute_seconds + seconds,
+            )
 
     def _received_grad(
         self, request: GradRequest | CompressedGradRequest, pending: _Pending
@@ -252,6 +278,7 @@ class Party:
         def keep_scores(grad: torch.Tensor) -> None:
             self._scores = grad.abs().mean(dim=0)
 
+        started = time.perf_counter()
         view_steps(
             self.model,
             self.optimizer,
@@ -263,6 +290,7 @@ class Party:
             steps=self.options.steps,
             on_embedding_grad=keep_scores,
         )
+        self._record_compute(pending, time.perf_counter() - started)
         return Ack(round=broadcast.round)
 
     @torch.no_grad()
@@ -295,16 +323,23 @@ class Party:
         return ids
 
     def state_dict(self) -> dict[str, Any]:
-        """Model and optimizer state, for checkpoints."""
+        """Model and optimizer state (and the pruning state), for checkpoints."""
+        lightweight = self.options.lightweight
         return {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "last_round": self._last_round,
             "scores": self._scores,
+            "lightweight": None if lightweight is None else lightweight.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore from ``state_dict``."""
+        """Restore from ``state_dict``; a pruned checkpoint needs the freshly built model."""
+        lightweight = self.options.lightweight
+        if lightweight is not None and state.get("lightweight") is not None:
+            self.model, self.optimizer = lightweight.restore(
+                state["lightweight"], self.model, self.optimizer
+            )
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self._last_round = int(state["last_round"])

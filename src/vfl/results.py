@@ -26,6 +26,7 @@ METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
 LEDGER = "ledger.csv"
 CHECKPOINT = "checkpoint.pt"
+COMPUTE = "compute.csv"
 
 
 class RunDirectory:

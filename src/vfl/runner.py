@@ -27,9 +27,10 @@ from vfl.data.registry import load_dataset
 from vfl.data.table import load_table
 from vfl.errors import ConfigError
 from vfl.fit import fit
+from vfl.lightweight import RoundCompute, summarize_compute, write_compute_csv
 from vfl.optim import optimizer_factory
 from vfl.party import Party
-from vfl.results import CONFIG, METRICS, PARTITION, SUMMARY, RunDirectory
+from vfl.results import COMPUTE, CONFIG, METRICS, PARTITION, SUMMARY, RunDirectory
 from vfl.seeding import derive_seed
 from vfl.simulation import Simulation, VerticalData, embedding_width, simulate, vertical_data
 from vfl.summary import Target
@@ -192,6 +193,16 @@ def target_of(config: RunConfig) -> Target | None:
     return Target(config.target.metric, config.target.value) if config.target.metric else None
 
 
+def compute_summary(simulation: Simulation, logs: dict[int, list[RoundCompute]]) -> dict[str, Any]:
+    """Per-party compute totals with each party's uploaded training bytes from the ledger."""
+    summary = summarize_compute(logs)
+    ledger = simulation.trainer.ledger
+    if ledger is not None:
+        for party, totals in summary["parties"].items():
+            totals["bytes_up"] = ledger.total(phase="train", direction="up", party=int(party))
+    return summary
+
+
 def run(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str, Any]:
     """Train as configured into ``run_dir`` (or continue it with ``resume``); returns the summary.
 
@@ -228,6 +239,10 @@ def run(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str, 
     finally:
         simulation.trainer.close()
     summary = run_files.read_json(SUMMARY)
+    logs = simulation.compute_logs()
+    if logs:
+        write_compute_csv(run_files.file(COMPUTE), logs)
+        summary["compute"] = compute_summary(simulation, logs)
     if "bytes" in summary:
         summary["accounting"] = paper_accounting(
             config, simulation, summary["rounds"], summary["bytes"]["train_total"]

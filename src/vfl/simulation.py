@@ -23,6 +23,7 @@ from vfl.config import RunConfig
 from vfl.data.dataset import Dataset, check_finite
 from vfl.data.partition import Partition
 from vfl.errors import ConfigError, DataError
+from vfl.lightweight import RoundCompute
 from vfl.metrics import Task
 from vfl.models.head import CombinedModel
 from vfl.optim import OptimizerFactory
@@ -92,6 +93,22 @@ class Simulation:
     def __init__(self, trainer: Trainer, parties: Sequence[Party] = ()) -> None:
         self.trainer = trainer
         self.parties = list(parties)
+
+    def compute_logs(self) -> dict[int, list[RoundCompute]]:
+        """Each party's per-round compute records (parties that keep none are left out)."""
+        return {
+            p.party_id: p.options.lightweight.log
+            for p in self.parties
+            if p.options.lightweight is not None
+        }
+
+    def bottom_flops(self) -> int | None:
+        """Training FLOPs of every bottom model so far, or ``None`` where unknown."""
+        logs = self.compute_logs()
+        if not self.parties or len(logs) != len(self.parties):
+            return None
+        flops = [e.train_flops for log in logs.values() for e in log]
+        return None if any(f < 0 for f in flops) else sum(flops)
 
     def state_dict(self) -> dict[str, Any]:
         """Trainer state plus every party's state."""
