@@ -208,6 +208,7 @@ def test_flops_fall_by_half_or_more_at_alpha_half_for_an_mlp() -> None:
     # Assert
     party = simulation.parties[0]
     log = party.options.lightweight.log  # type: ignore[union-attr]
+
     def linear(n_in: int, n_out: int) -> int:  # multiply-adds count 2, plus the bias adds
         return 2 * n_in * n_out + n_out
 
