@@ -488,11 +488,16 @@ class LightweightConfig:
             first), sent as values plus positions; combines with scalar or lattice quantizers.
         party: Per-party schedules (``[[lightweight.party]]`` with ``party``, ``alpha``,
             ``beta``); parties not listed use ``alpha`` and ``beta``.
+        prune_at: When a party prunes in a round: ``round_start`` (before it computes the
+            round's upload, so upload and local steps use one model; any protocol) or
+            ``after_upload`` (the LVFL algorithm's literal order: the upload comes from the
+            model before pruning, the local steps train the pruned one; shared labels only).
     """
 
     alpha: RatioScheduleConfig = field(default_factory=RatioScheduleConfig)
     beta: RatioScheduleConfig = field(default_factory=RatioScheduleConfig)
     party: tuple[PartyLightweightConfig, ...] = ()
+    prune_at: Literal["round_start", "after_upload"] = "round_start"
 
     def __post_init__(self) -> None:
         ids = [entry.party for entry in self.party]
@@ -594,6 +599,12 @@ class RunConfig:
             _check_pbm(self)
         if self.lightweight.sparsifies:
             _check_sparsify(self)
+        check(
+            self.lightweight.prune_at == "round_start" or self.protocol.labels == "shared",
+            "lightweight.prune_at",
+            "'after_upload' needs protocol.labels = 'shared' (with private labels the returned"
+            " gradient belongs to the model that computed the upload)",
+        )
         for entry in self.lightweight.party:
             check(
                 entry.party <= self.partition.num_parties,

@@ -6,9 +6,11 @@ fraction ``β_k^t`` of its upload (``vfl.sparsify``, applied by the party's upli
 round it records what its model cost: parameters, forward FLOPs per sample, training FLOPs and
 measured compute seconds.
 
-Training FLOPs of a round are ``3·Q·B·f``: ``Q`` local steps on ``B`` samples, each a forward
-(``f`` FLOPs per sample, multiply-adds counted as 2) and a backward costing about two forwards
-(weights and inputs); the first step's forward is the one whose embedding was uploaded.
+Training FLOPs of a round are ``(forwards + 2·backwards)·B·f`` on ``B`` samples, ``f`` forward
+FLOPs per sample (a multiply-add counts 2), a backward costing about two forwards (gradients of
+weights and of inputs). With labels private to the server, Q local steps take Q forwards (the
+first is the upload's) and Q backwards: ``3·Q·B·f``. With shared labels every local step
+recomputes the party's own embedding: Q + 1 forwards and Q backwards.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from vfl.prune import ProgressivePruner, RatioSchedule, flops_per_sample, make_s
 from vfl.prune.flops import count_params
 from vfl.prune.optimizer import rebuild_optimizer
 
-BACKWARD_FACTOR = 3
-"""Forward plus backward FLOPs of a training step, in forwards."""
+BACKWARD_COST = 2
+"""FLOPs of a backward pass, in forwards."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class RoundCompute:
         params: Parameters of the bottom model.
         flops_per_sample: Forward FLOPs for one sample (-1 when the model's layers are not ones
             the counter knows, e.g. a user's custom module).
-        train_flops: ``3·Q·B·flops_per_sample`` (-1 when unknown).
+        train_flops: ``(forwards + 2·backwards)·B·flops_per_sample`` (-1 when unknown).
         compute_seconds: Measured time in the party's forward and local steps.
     """
 
@@ -64,11 +66,16 @@ class Lightweighting:
         alpha: Its pruning ratio per round.
         beta: Its upload sparsification ratio per round (applied by the uplink codec; recorded
             here).
+        after_upload: Prune after the round's upload (``lightweight.prune_at``) rather than
+            before it.
     """
 
-    def __init__(self, alpha: RatioSchedule, beta: RatioSchedule) -> None:
+    def __init__(
+        self, alpha: RatioSchedule, beta: RatioSchedule, *, after_upload: bool = False
+    ) -> None:
         self.alpha = alpha
         self.beta = beta
+        self.after_upload = after_upload
         self.pruner: ProgressivePruner | None = None
         self.log: list[RoundCompute] = []
         self._cost: tuple[int, int] | None = None  # (params, flops/sample) of the current model
@@ -80,6 +87,7 @@ class Lightweighting:
         return cls(
             make_schedule(alpha.spec(), name=f"lightweight alpha of party {party}"),
             make_schedule(beta.spec(), name=f"lightweight beta of party {party}"),
+            after_upload=config.prune_at == "after_upload",
         )
 
     @property
@@ -114,10 +122,11 @@ class Lightweighting:
         *,
         input_shape: Sequence[int],
         samples: int,
-        steps: int,
+        forwards: int,
+        backwards: int,
         seconds: float,
     ) -> RoundCompute:
-        """Log round ``round_``: ``samples`` rows, ``steps`` local steps, ``seconds`` measured."""
+        """Log round ``round_``: passes over ``samples`` rows, ``seconds`` measured."""
         params, flops = self._model_cost(model, input_shape)
         entry = RoundCompute(
             round=round_,
@@ -125,7 +134,9 @@ class Lightweighting:
             beta=self.beta.value_at(round_),
             params=params,
             flops_per_sample=flops,
-            train_flops=BACKWARD_FACTOR * steps * samples * flops if flops >= 0 else -1,
+            train_flops=(forwards + BACKWARD_COST * backwards) * samples * flops
+            if flops >= 0
+            else -1,
             compute_seconds=seconds,
         )
         self.log.append(entry)

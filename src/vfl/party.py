@@ -157,7 +157,7 @@ class Party:
         self._last_round = request.round
         started = time.perf_counter()
         lightweight = self.options.lightweight
-        if lightweight is not None:
+        if lightweight is not None and not lightweight.after_upload:
             self.model, self.optimizer = lightweight.start_round(
                 self.model, self.optimizer, request.round
             )
@@ -231,12 +231,15 @@ class Party:
     def _record_compute(self, pending: _Pending, seconds: float) -> None:
         lightweight = self.options.lightweight
         if lightweight is not None:
+            steps = self.options.steps.count
             lightweight.record(
                 pending.round,
                 self.model,
                 input_shape=tuple(self.features[SPLIT_TRAIN].shape[1:]),
                 samples=len(pending.ids),
-                steps=self.options.steps.count,
+                # With shared labels every step recomputes the own embedding (view_steps).
+                forwards=steps + (self.options.shared is not None),
+                backwards=steps,
                 seconds=self._compute_seconds + seconds,
             )
 
@@ -279,6 +282,11 @@ class Party:
             self._scores = grad.abs().mean(dim=0)
 
         started = time.perf_counter()
+        lightweight = self.options.lightweight
+        if lightweight is not None and lightweight.after_upload:
+            self.model, self.optimizer = lightweight.start_round(
+                self.model, self.optimizer, broadcast.round
+            )
         view_steps(
             self.model,
             self.optimizer,

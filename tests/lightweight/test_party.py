@@ -16,7 +16,7 @@ from vfl.prune import unit_widths
 from vfl.results import RunDirectory
 from vfl.runner import build_simulation
 from vfl.simulation import Simulation, VerticalData
-from vfl.wire import SPLIT_TRAIN
+from vfl.wire import SPLIT_TRAIN, EmbedRequest
 
 BASE = [
     "model.bottom.hidden=[16, 12]",
@@ -215,3 +215,47 @@ def test_flops_fall_by_half_or_more_at_alpha_half_for_an_mlp() -> None:
     unpruned = linear(5, 16) + linear(16, 12) + linear(12, 6)
     assert log[0].flops_per_sample == linear(5, 8) + linear(8, 6) + linear(6, 6)
     assert log[0].flops_per_sample <= math.ceil(0.5 * unpruned)
+
+
+@pytest.mark.parametrize(
+    ("prune_at", "pruned_by_upload"), [("round_start", True), ("after_upload", False)]
+)
+def test_prune_at_chooses_whether_the_upload_comes_from_the_pruned_model(
+    prune_at: str, pruned_by_upload: bool
+) -> None:
+    # Prepare
+    simulation = build_simulation(
+        config(
+            "protocol.labels=shared",
+            "lightweight.alpha.value=0.5",
+            f"lightweight.prune_at={prune_at}",
+        ),
+        data(),
+    )
+    party = simulation.parties[0]
+
+    # Execute
+    party.handle(EmbedRequest(round=0, ids=torch.arange(20)))
+
+    # Assert
+    assert (list(unit_widths(party.model).values()) == [8, 6]) is pruned_by_upload
+
+
+def test_shared_labels_count_the_extra_forward_of_every_local_step() -> None:
+    # Prepare
+    simulation = build_simulation(
+        config("protocol.labels=shared", "protocol.local_steps=3"), data()
+    )
+
+    # Execute
+    train(simulation)
+
+    # Assert: the upload's forward, then 3 steps of forward + backward
+    entry = simulation.parties[0].options.lightweight.log[0]  # type: ignore[union-attr]
+    assert entry.train_flops == (1 + 3 + 2 * 3) * 20 * entry.flops_per_sample
+
+
+def test_after_upload_needs_shared_labels() -> None:
+    # Execute / Assert
+    with pytest.raises(ConfigError, match="after_upload"):
+        load_config(None, ["lightweight.prune_at=after_upload"])
