@@ -10,6 +10,7 @@ from pathlib import Path
 
 from vfl.config import RunConfig, load_config
 from vfl.configio import from_mapping, merge, parse_overrides, read_toml
+from vfl.deploy.cli import register as register_deploy
 from vfl.errors import ConfigError, VflError
 from vfl.experiments.cli import register as register_experiments
 from vfl.privacy.cli import register as register_privacy
@@ -68,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     fetch.set_defaults(handler=_data_fetch)
     register_experiments(commands)
     register_privacy(commands)
+    register_deploy(commands)
     return parser
 
 

@@ -18,6 +18,10 @@ FAST = RetryPolicy(attempts=2, timeout_s=0.5, backoff_s=0.05, max_backoff_s=0.1)
 
 LinkFactory = Callable[..., PartyLink]
 
+OPEN: list[Loopback] = []
+"""Loopbacks started and not yet closed; ``conftest`` closes them after each test, so that a
+failed assertion never leaves a server or a party thread running (and the session hanging)."""
+
 
 def server_tls(pki: PkiFiles, *, mutual: bool = True) -> ServerTls:
     return ServerTls(
@@ -45,6 +49,7 @@ class Loopback:
     links: dict[int, PartyLink] = field(default_factory=dict)
     threads: dict[int, threading.Thread] = field(default_factory=dict)
     errors: dict[int, BaseException] = field(default_factory=dict)
+    closed: bool = False
 
     def add(self, link: PartyLink) -> PartyLink:
         """Serve ``link`` in a thread (its exception, if any, lands in ``errors``)."""
@@ -62,6 +67,10 @@ class Loopback:
         return link
 
     def close(self) -> None:
+        """Stop every link and the server (again: a no-op)."""
+        if self.closed:
+            return
+        self.closed = True
         for link in self.links.values():
             link.stop()
         for thread in self.threads.values():
@@ -88,6 +97,7 @@ def start_loopback(
         credentials, tls=server_tls(pki, mutual=mutual), policy=policy, chunk_bytes=chunk_bytes
     )
     loopback = Loopback(transport)
+    OPEN.append(loopback)
     for party, handler in handlers.items():
         link = link_class(
             party,

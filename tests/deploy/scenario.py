@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -29,6 +30,8 @@ GROUPS = (("income", "debt"), ("region", "age"), ("tenure", "calls"))
 """Feature columns of parties 1, 2, 3."""
 
 ROOT = Path(__file__).resolve().parents[2]
+
+TRAINING_REQUESTS = ("EmbedRequest", "GradRequest", "CompressedGradRequest", "ViewBroadcast")
 
 
 @dataclass
@@ -205,15 +208,15 @@ def _with_defaults(lines: Sequence[str], defaults: Sequence[str]) -> list[str]:
     return [*lines, *(d for d in defaults if d.split("=")[0].strip() not in keys)]
 
 
-def deploy_command(*args: str) -> list[str]:
-    """``python -m vfl.deploy ARGS``."""
-    return [sys.executable, "-m", "vfl.deploy", *args]
+def deploy_command(*args: str, module: str = "vfl.cli") -> list[str]:
+    """``vfl ARGS``: the main command line, run as ``python -m vfl.cli`` (or another module)."""
+    return [sys.executable, "-m", module, *args]
 
 
 def run_launch(
     scenario: Scenario, *extra: str, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m vfl.deploy launch`` on the scenario; output captured."""
+    """``vfl launch`` on the scenario; output captured."""
     command = deploy_command(
         "launch", str(scenario.run_toml), "--run-dir", str(scenario.run_dir), *extra
     )
@@ -223,12 +226,18 @@ def run_launch(
     )
 
 
-def start(scenario: Scenario, name: str, *args: str) -> subprocess.Popen[bytes]:
-    """Start ``python -m vfl.deploy ARGS`` with its output appended to ``ROOT/<name>.log``."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+def start(
+    scenario: Scenario, name: str, *args: str, module: str = "vfl.cli"
+) -> subprocess.Popen[bytes]:
+    """Start ``vfl ARGS`` with its output appended to ``ROOT/<name>.log``."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     log = (scenario.root / f"{name}.log").open("ab")
     return subprocess.Popen(
-        deploy_command(*args), stdout=log, stderr=subprocess.STDOUT, env=env, cwd=scenario.root
+        deploy_command(*args, module=module),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=scenario.root,
     )
 
 
@@ -248,9 +257,9 @@ def start_server(scenario: Scenario, listen: str, *extra: str) -> subprocess.Pop
 
 
 def start_party(
-    scenario: Scenario, party: int, address: str, *extra: str
+    scenario: Scenario, party: int, address: str, *extra: str, module: str = "vfl.cli"
 ) -> subprocess.Popen[bytes]:
-    """Party ``party`` of ``scenario`` dialing ``address``."""
+    """Party ``party`` of ``scenario`` dialing ``address`` (``module`` runs the command line)."""
     return start(
         scenario,
         f"party-{party}",
@@ -260,6 +269,7 @@ def start_party(
         "--server",
         address,
         *extra,
+        module=module,
     )
 
 
@@ -297,6 +307,19 @@ def epochs_done(scenario: Scenario) -> int:
     if not path.exists():
         return 0
     return sum(1 for line in path.read_text().splitlines() if '"train_loss": null' not in line)
+
+
+def training_round_seen(scenario: Scenario, party: int) -> int:
+    """The highest round of a training request in the party's audit log (-1 before any)."""
+    path = scenario.audit_log(party)
+    if not path.exists():
+        return -1
+    rounds = [
+        int(record["round"])
+        for record in map(json.loads, path.read_text().splitlines()[:-1])  # last may be partial
+        if record.get("message") in TRAINING_REQUESTS
+    ]
+    return max(rounds, default=-1)
 
 
 def party_alignment(scenario: Scenario, party: int) -> Alignment:

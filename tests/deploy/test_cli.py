@@ -1,4 +1,4 @@
-"""The deployment commands: argument handling and the errors they report."""
+"""The deployment commands of ``vfl``: argument handling and the errors they report."""
 
 from __future__ import annotations
 
@@ -7,8 +7,23 @@ from pathlib import Path
 import pytest
 
 from tests.deploy.scenario import make_scenario, run_launch
-from vfl.deploy.__main__ import main
+from vfl.cli import main
+from vfl.deploy.__main__ import main as deploy_main
 from vfl.transport.security import token_digest
+
+
+@pytest.mark.parametrize("entry", [main, deploy_main], ids=["vfl", "python -m vfl.deploy"])
+@pytest.mark.parametrize("command", ["server", "party", "launch", "certs"])
+def test_the_deployment_commands_are_subcommands_of_vfl(
+    entry: object, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Execute
+    with pytest.raises(SystemExit) as exited:
+        entry([command, "--help"])  # type: ignore[operator]
+
+    # Assert
+    assert exited.value.code == 0
+    assert f" {command} " in capsys.readouterr().out
 
 
 def test_certs_writes_the_files_and_prints_the_token_digests(

@@ -10,17 +10,15 @@ import pytest
 import torch
 
 from tests.deploy.loopback import FAST, party_tls, start_loopback, token
+from tests.deploy.rogue import EMBEDDING_REASONS, JUNK_REASONS, RogueLink
 from vfl.deploy.certs import PkiFiles
 from vfl.errors import ProtocolError
 from vfl.transport import PartyEndpoint
-from vfl.transport.chunks import Assembled, split_frame
 from vfl.transport.grpc_party import PartyLink
 from vfl.transport.link import PartyRestartedError, PartyUnavailableError
-from vfl.transport.proto.vfl_pb2 import Chunk
 from vfl.transport.retry import RetryPolicy
 from vfl.transport.security import RefusedError
 from vfl.wire import Ack, EmbedReply, EmbedRequest, GradRequest, Message, encode
-from vfl.wire.codec import DEFAULT_MAX_BYTES
 
 
 def echo(party: int) -> Callable[[Message], Message]:
@@ -112,53 +110,35 @@ def test_without_a_client_certificate_mutual_tls_fails_and_the_party_gives_up(
     loopback.close()
 
 
-class InjectingLink(PartyLink):
-    """Sends malformed, oversized and forged frames before each real reply."""
-
-    def _answer(self, item: Assembled) -> tuple[list[bytes], bool]:
-        chunks, stop = super()._answer(item)
-        oversized = Chunk(
-            message_id=item.message_id, index=0, count=1, total_bytes=DEFAULT_MAX_BYTES + 1
-        ).SerializeToString()
-        forged = encode(Ack(round=0), sender=self.party_id + 1)
-        junk = [
-            oversized,
-            b"\xff\x00 not a chunk",
-            *split_frame(item.message_id, forged, chunk_bytes=1024),
-            *split_frame(item.message_id, b"XY garbage frame", chunk_bytes=1024),
-        ]
-        return junk + chunks, stop
-
-
 def test_bad_frames_are_rejected_with_a_reason_and_the_exchange_goes_on(
     pki: PkiFiles, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Prepare
+    # Prepare: party 1 sends malformed, oversized, forged and ill-shaped frames before each reply
     loopback = start_loopback(
         pki,
         {1: endpoint(1).handle_frame, 2: endpoint(2).handle_frame},
-        link_class=lambda party, *a, **k: (InjectingLink if party == 1 else PartyLink)(
-            party, *a, **k
-        ),
+        link_class=lambda party, *a, **k: (RogueLink if party == 1 else PartyLink)(party, *a, **k),
     )
+    requests = [
+        {p: EmbedRequest(round=0, ids=torch.arange(3)) for p in (1, 2)},
+        {p: GradRequest(round=0, grad=torch.ones(3, 1)) for p in (1, 2)},
+        {p: EmbedRequest(round=1, ids=torch.arange(5)) for p in (1, 2)},
+    ]
 
     # Execute
-    with caplog.at_level(logging.WARNING, logger="vfl.transport.grpc_transport"):
-        exchanges = [
-            loopback.transport.request(
-                {p: EmbedRequest(round=r, ids=torch.arange(3)) for p in (1, 2)}
-            )
-            for r in range(2)
-        ]
+    with caplog.at_level(logging.WARNING, logger="vfl.transport.grpc_server"):
+        exchanges = [loopback.transport.request(r) for r in requests]
 
-    # Assert
+    # Assert: every request answered by both parties, every junk frame rejected with its reason
     assert all(not e.failures and set(e.replies) == {1, 2} for e in exchanges)
+    assert isinstance(exchanges[2].replies[1], EmbedReply)
+    assert exchanges[2].replies[1].embedding.shape == (5, 1)
     rejections = [r.getMessage() for r in caplog.records if "rejected a frame" in r.getMessage()]
-    assert len(rejections) == 8
-    assert any("over the limit" in r for r in rejections)
-    assert any("not a Chunk" in r for r in rejections)
-    assert any("from sender 2" in r for r in rejections)
-    assert any("bad magic" in r for r in rejections)
+    assert all("from party 1:" in r for r in rejections)
+    reasons = JUNK_REASONS + EMBEDDING_REASONS
+    assert len(rejections) == 3 * len(JUNK_REASONS) + 2 * len(EMBEDDING_REASONS)
+    for reason in reasons:
+        assert any(reason in r for r in rejections), reason
     loopback.close()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from tests.deploy.scenario import (
     simulate_aligned,
     start_party,
     start_server,
+    training_round_seen,
+    wait_for,
     wait_for_epoch,
 )
 from vfl.results import RunDirectory
@@ -64,18 +67,26 @@ def test_a_party_killed_mid_epoch_and_restarted_with_resume_completes_the_run(
     parties = {p: start_party(scenario, p, address) for p in (1, 2)}
     spawned += [server, *parties.values()]
     wait_for_epoch(scenario, server, 1)
+    end_of_epoch_1 = int(RunDirectory(scenario.run_dir).read_metrics()[-1]["round"])
+    wait_for(
+        lambda: training_round_seen(scenario, 1) >= end_of_epoch_1 + 10,
+        TIMEOUT,
+        "party 1 to train 10 rounds into epoch 2",
+    )
 
     # Execute: kill party 1 during epoch 2 and restart it from its state directory
     parties[1].send_signal(signal.SIGKILL)
     parties[1].wait()
+    killed_at = training_round_seen(scenario, 1)
     parties[1] = start_party(scenario, 1, address, "--resume")
     spawned.append(parties[1])
 
-    # Assert
+    # Assert: the kill fell inside epoch 2, which was rolled back and trained again
     assert server.wait(TIMEOUT) == 0, (tmp_path / "deployment" / "server.log").read_text()[-3000:]
     assert all(p.wait(60) == 0 for p in parties.values())
     records = RunDirectory(scenario.run_dir).read_metrics()
     assert [r["epoch"] for r in records] == list(range(EPOCHS + 1))
+    assert end_of_epoch_1 + 10 <= killed_at < int(records[2]["round"])
     log = (scenario.root / "server.log").read_text()
     assert "resuming from the last checkpoint" in log
     reference = simulate_aligned(scenario, tmp_path / "reference")
@@ -132,6 +143,35 @@ def test_a_party_that_never_comes_back_stops_the_run_with_an_error_naming_it(
     assert status == 2
     log = (scenario.root / "server.log").read_text()
     assert "parties [2] did not connect within 3 s; the run stops at its checkpoint" in log
+
+
+def test_a_party_that_stops_answering_stops_the_run_after_the_retries_with_a_clear_error(
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
+    # Prepare: short timeouts; the parties' keepalive (5 s) is slower than the retries
+    scenario = scenario_for(
+        tmp_path / "deployment", "request_timeout_s = 1", "attempts = 3", "backoff_s = 0.2"
+    )
+    address = f"127.0.0.1:{free_port()}"
+    server = start_server(scenario, address)
+    parties = {p: start_party(scenario, p, address) for p in (1, 2)}
+    spawned += [server, *parties.values()]
+    wait_for_epoch(scenario, server, 1)
+
+    # Execute: freeze party 2 (its process lives on, its connection stays open, it answers nothing)
+    parties[2].send_signal(signal.SIGSTOP)
+    started = time.monotonic()
+    status = server.wait(60)
+    waited = time.monotonic() - started
+
+    # Assert: retried, then stopped with an error naming the party and how to continue
+    assert status == 2
+    log = (scenario.root / "server.log").read_text()
+    assert "no reply from party 2; sending" in log and "(attempt 3 of 3)" in log
+    assert "party 2 did not answer" in log and "although it is connected" in log
+    assert "the run stops at its checkpoint after epoch" in log
+    assert "recovery 1 of" not in log  # a stuck process is not rolled back to
+    assert waited < 30
 
 
 def simulation_rounds(simulation: object) -> int:

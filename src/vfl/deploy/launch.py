@@ -1,6 +1,6 @@
 """``vfl launch RUN.toml``: the server and every party as local processes, for a one-machine trial.
 
-Each process is ``python -m vfl.deploy server|party ...`` with its output in
+Each process is ``vfl server|party ...`` (run as ``python -m vfl.cli``) with its output in
 ``RUN_DIR/logs/<name>.log``. Unless ``OMP_NUM_THREADS`` is set, each gets an equal share of the
 cores for torch's thread pool: more busy OpenMP threads than cores make training many times
 slower. The server listens on a free loopback port that it reports through
@@ -77,14 +77,14 @@ def launch(
     server_args = ["server", "--config", str(run_toml), "--run-dir", str(run_dir)]
     server_args += ["--port-file", str(port_file), "--set=deployment.listen=127.0.0.1:0"]
     env = _environment(len(deployment.parties) + 1)
-    processes = [_start("server", [python, "-m", "vfl.deploy", *server_args, *extra], logs, env)]
+    processes = [_start("server", [python, "-m", "vfl.cli", *server_args, *extra], logs, env)]
     previous = _stop_on_sigterm()
     try:
         port = _wait_for_port(port_file, processes[0], start_timeout_s)
         for party in deployment.parties:
             args = ["party", "--config", party.config, "--server", f"127.0.0.1:{port}"]
             args += ["--resume"] if resume else []
-            command = [python, "-m", "vfl.deploy", *args]
+            command = [python, "-m", "vfl.cli", *args]
             processes.append(_start(f"party-{party.id}", command, logs, env))
         _supervise(processes)
     finally:

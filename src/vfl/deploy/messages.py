@@ -4,7 +4,8 @@ Control messages are never recorded in the communication ledger (see ``vfl.trans
 the gRPC transport counts their bytes on the wire under ``control``. All go from the server to
 a party, which answers with ``PsiPointsReply``, ``SetupReply`` or ``ControlAck``. A party never
 receives an identifier in the clear: only blinded group elements (32 bytes each) and positions
-in the list it sent itself.
+in the list it sent itself. The valid reply to each request, with its sizes, is registered with
+the gRPC transport's reply checks (``vfl.transport.grpc_checks.expect``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from dataclasses import dataclass
 
 import torch
 
+from vfl.deploy.psi import POINT_BYTES
+from vfl.errors import WireError
+from vfl.transport.grpc_checks import expect
 from vfl.wire.schema import Message, register
 
 
@@ -107,3 +111,34 @@ class CheckpointRequest(Message):
 @dataclass(frozen=True)
 class ControlAck(Message):
     """The control request of this round was carried out."""
+
+
+def _check_points(request: Message, reply: Message) -> None:
+    """A PSI reply holds whole elements; a blinded list keeps the length it was sent with."""
+    assert isinstance(reply, PsiPointsReply)
+    if len(reply.points) % POINT_BYTES:
+        raise WireError(
+            f"a PSI list of {len(reply.points)} bytes is not a whole number of"
+            f" {POINT_BYTES}-byte elements"
+        )
+    if isinstance(request, PsiBlindRequest) and len(reply.points) != len(request.points):
+        raise WireError(
+            f"a blinded PSI list has {len(reply.points) // POINT_BYTES} elements; it was sent"
+            f" {len(request.points) // POINT_BYTES}"
+        )
+
+
+def _check_setup(request: Message, reply: Message) -> None:
+    assert isinstance(reply, SetupReply)
+    if reply.width < 1 or reply.num_train < 0 or reply.num_test < 0:
+        raise WireError(
+            f"a setup reply needs width >= 1 and row counts >= 0, got width {reply.width},"
+            f" {reply.num_train} train and {reply.num_test} test rows"
+        )
+
+
+expect(PsiStartRequest, PsiPointsReply, check=_check_points)
+expect(PsiBlindRequest, PsiPointsReply, check=_check_points)
+expect(PsiResultRequest, ControlAck)
+expect(SetupRequest, SetupReply, check=_check_setup)
+expect(CheckpointRequest, ControlAck)

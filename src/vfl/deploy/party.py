@@ -181,7 +181,7 @@ def audited(handler: FrameHandler, path: Path) -> FrameHandler:
     """Wrap a frame handler so that every received frame is logged to a JSONL file.
 
     Control frames (alignment, setup) are recorded in full (base64); training frames by kind,
-    round and size only. The log shows what the party was ever told.
+    message type, round and size only. The log shows what the party was ever told.
     """
 
     def handle(frame: bytes) -> bytes:
@@ -189,7 +189,9 @@ def audited(handler: FrameHandler, path: Path) -> FrameHandler:
         try:
             kind = peek_kind(frame)
             record["kind"] = kind
-            record["message"] = type(decode(frame).message).__name__
+            message = decode(frame).message
+            record["message"] = type(message).__name__
+            record["round"] = message.round
             if is_control(kind):
                 record["data"] = base64.b64encode(frame).decode()
         except WireError as error:

@@ -5,10 +5,14 @@ simulator does (``vfl.runner.server_from_config``, ``trainer_from_config``, ``vf
 with the gRPC transport in place of the in-process one. ``DeployedSimulation`` carries the
 per-epoch checkpoints to the parties: each saves its own role, named by the round counter.
 
-When a party stops answering or comes back from a restarted process, training stops with a
-``ProtocolError``; the server then waits for every party to be connected again and resumes the
-run from its last checkpoint (at most one epoch lost), up to ``max_recoveries`` times. A party
-that does not come back within ``connect_timeout_s`` stops the run with an error naming it.
+When a party is lost (its connection broke and did not come back in time) or comes back from a
+restarted process, training stops with a ``ProtocolError``; the server then waits for every
+party to be connected again and resumes the run from its last checkpoint (at most one epoch
+lost), up to ``max_recoveries`` times. A party that does not come back within
+``connect_timeout_s`` stops the run with an error naming it. A party that stays connected but
+does not answer through every retry (a stuck process) stops the run at once with an error
+naming it: rolling back would meet the same stuck process again. Either way the run can be
+continued later with ``--resume`` from its last checkpoint.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import torch
 from vfl.assemble import server_from_config, trainer_from_config
 from vfl.config import RunConfig
 from vfl.configio import to_toml
+from vfl.costs import paper_accounting, time_to_reach
 from vfl.deploy.alignment import Alignment, align
 from vfl.deploy.config import DeploymentConfig, ServerTlsConfig, party_view
 from vfl.deploy.control import ask
@@ -32,12 +37,12 @@ from vfl.errors import ConfigError, DataError, ProtocolError
 from vfl.fit import fit
 from vfl.metrics import Task
 from vfl.protocol.loop import ServerLoop
-from vfl.results import CONFIG, METRICS, SUMMARY, RunDirectory
+from vfl.results import CHECKPOINT, CONFIG, METRICS, SUMMARY, RunDirectory
 from vfl.runner import target_of
 from vfl.seeding import derive_seed
 from vfl.simulation import Simulation
 from vfl.transport.grpc_transport import GrpcTransport
-from vfl.transport.link import PartyUnavailableError
+from vfl.transport.link import PartyUnavailableError, PartyUnresponsiveError
 from vfl.transport.security import ServerTls
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
 
@@ -158,6 +163,7 @@ def run_server(
         _fit(simulation, config, deployment, run, resume)
         simulation.trainer.close()  # tells the parties the run is over
         finished = True
+        _finish_summary(config, simulation, run)
         return run.read_json(SUMMARY)
     finally:
         run.write_text(WIRE, json.dumps(transport.wire.snapshot(), indent=2) + "\n")
@@ -293,12 +299,21 @@ def _fit(
                 checkpoint=config.train.checkpoint,
                 resume=resume,
                 eval_at_start=config.train.eval_at_start and not has_epoch_zero,
+                eval_every=config.train.eval_every,
                 target=target_of(config),
+                stop_at_target=config.target.stop,
             )
             return
         except ProtocolError as error:
-            if not _recoverable(error, config) or recoveries >= deployment.max_recoveries:
+            failure = _party_failure(error)
+            if failure is None:
                 raise
+            if (
+                isinstance(failure, PartyUnresponsiveError)
+                or not config.train.checkpoint
+                or recoveries >= deployment.max_recoveries
+            ):
+                raise ProtocolError(f"{error}; {_stopped_at(run)}") from error
             recoveries += 1
             log.warning(
                 "training stopped (%s); resuming from the last checkpoint once every party is"
@@ -318,14 +333,33 @@ def _await_parties(
     try:
         transport.wait_for_parties(deployment.connect_timeout_s)
     except PartyUnavailableError as error:
-        epoch = int(run.load_checkpoint()["epoch"])
-        raise PartyUnavailableError(
-            f"{error}; the run stops at its checkpoint after epoch {epoch}: restart the missing"
-            " parties (with --resume), then the server with --resume"
-        ) from None
+        raise PartyUnavailableError(f"{error}; {_stopped_at(run)}") from None
 
 
-def _recoverable(error: ProtocolError, config: RunConfig) -> bool:
-    """Whether a failed run can roll back to its checkpoint: a party was lost, not a bug."""
+def _party_failure(error: ProtocolError) -> PartyUnavailableError | None:
+    """The lost or silent party behind a failed run, if that is why it failed (not a bug)."""
     cause = error if isinstance(error, PartyUnavailableError) else error.__cause__
-    return config.train.checkpoint and isinstance(cause, PartyUnavailableError)
+    return cause if isinstance(cause, PartyUnavailableError) else None
+
+
+def _stopped_at(run: RunDirectory) -> str:
+    """Where a stopped run can be continued from, and how."""
+    if not run.file(CHECKPOINT).exists():
+        return "the run stops without a checkpoint (train.checkpoint = false?)"
+    epoch = int(run.load_checkpoint()["epoch"])
+    return (
+        f"the run stops at its checkpoint after epoch {epoch}: restart the missing or stuck"
+        " parties (with --resume), then the server with --resume"
+    )
+
+
+def _finish_summary(config: RunConfig, simulation: DeployedSimulation, run: RunDirectory) -> None:
+    """Add what ``vfl run`` adds to ``summary.json``: the paper's cost formulas, time to target."""
+    summary = run.read_json(SUMMARY)
+    if "bytes" in summary:
+        summary["accounting"] = paper_accounting(
+            config, simulation, summary["rounds"], summary["bytes"]["train_total"]
+        )
+    if "target" in summary:
+        summary["target"]["time"] = time_to_reach(config, summary, run.read_metrics())
+    run.write_json(SUMMARY, summary)

@@ -4,8 +4,9 @@ The server hosts one gRPC method (``/vfl.v1.Link/Connect``, registered with gene
 that chunks arrive as raw bytes). Each party opens one bidirectional stream and keeps it open;
 the server admits it only after ``Authenticator.check`` and then writes requests to it. A
 reader thread per stream rebuilds frames from chunks and checks each one (size before
-buffering, structure, sender, kind for the phase, round) before it settles the open request
-with the same message id; a bad frame is logged with its reason and dropped.
+buffering, structure, sender, kind for the phase, round, and the reply's type, sizes and shapes
+for its request, ``vfl.transport.grpc_checks``) before it settles the open request with the
+same message id; a bad frame is logged with its reason and dropped.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import grpc
 from vfl.errors import ConfigError, WireError
 from vfl.transport.base import check_reply
 from vfl.transport.chunks import Reassembler, parse_chunk
+from vfl.transport.grpc_checks import check_reply_content
 from vfl.transport.link import (
     CONTROL,
     METHOD_NAME,
@@ -265,7 +267,9 @@ class PartyStreams:
                 f"party {party} answered a {type(pending.message).__name__} with a"
                 f" {type(message).__name__}, a kind not valid in this phase"
             )
-        return check_reply(decoded, party=party, request=pending.message)
+        reply = check_reply(decoded, party=party, request=pending.message)
+        check_reply_content(pending.message, reply)
+        return reply
 
     def _reject(self, party: int, pending: Pending | None, reason: str) -> None:
         log.warning("rejected a frame from party %d: %s", party, reason)

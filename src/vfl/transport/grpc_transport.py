@@ -8,8 +8,9 @@ message id. A bad frame is logged and dropped and the request keeps waiting. A p
 silent past ``policy.timeout_s`` is sent the request again after a backoff with jitter (it
 answers a repeated id from its reply cache, so nothing is applied twice); after
 ``policy.attempts`` attempts, or once its broken stream has stayed away ``policy.reconnect_s``,
-it is reported in ``Exchange.failures``, never waited on forever. A party whose stream breaks and
-comes back from the same process has its open requests sent again at once.
+it is reported in ``Exchange.failures``, never waited on forever: as ``PartyUnresponsiveError``
+if it stayed connected, else as ``PartyUnavailableError``. A party whose stream breaks and comes
+back from the same process has its open requests sent again at once.
 """
 
 from __future__ import annotations
@@ -26,7 +27,12 @@ from vfl.transport.base import Exchange, Transport
 from vfl.transport.chunks import DEFAULT_CHUNK_BYTES, split_frame
 from vfl.transport.grpc_server import PartyStreams
 from vfl.transport.ledger import Direction, Ledger, Phase
-from vfl.transport.link import CONTROL, PartyUnavailableError, WireCounters
+from vfl.transport.link import (
+    CONTROL,
+    PartyUnavailableError,
+    PartyUnresponsiveError,
+    WireCounters,
+)
 from vfl.transport.pending import Pending, PendingTable
 from vfl.transport.retry import RetryPolicy
 from vfl.transport.security import Authenticator, PartyCredential, ServerTls
@@ -213,9 +219,13 @@ class GrpcTransport(Transport):
                 f"party {pending.party} sent no valid reply to {what} {waited}; last rejected"
                 f" frame: {pending.rejected}"
             )
-        state = "not connected" if self.streams.away_for(pending.party) is not None else "connected"
-        return PartyUnavailableError(
-            f"party {pending.party} did not answer {what} {waited}; it is {state}"
+        if self.streams.away_for(pending.party) is not None:
+            return PartyUnavailableError(
+                f"party {pending.party} did not answer {what} {waited}; it is not connected"
+            )
+        return PartyUnresponsiveError(
+            f"party {pending.party} did not answer {what} {waited} although it is connected"
+            " (is its process stuck?)"
         )
 
     def _record(

@@ -119,6 +119,14 @@ class PartyUnavailableError(ProtocolError):
     """A party did not answer in time, or its process was replaced while a request was open."""
 
 
+class PartyUnresponsiveError(PartyUnavailableError):
+    """A party stayed connected but sent no valid reply through every attempt.
+
+    Its process is alive (its stream is open) but stuck or far too slow: rolling the run back
+    to a checkpoint would meet the same process again, so the server stops instead.
+    """
+
+
 class PartyRestartedError(PartyUnavailableError):
     """A party reconnected from a new process, which has lost the state the request needed."""
 
