@@ -280,7 +280,9 @@ def sampler_from_config(config: RunConfig, num_train: int) -> BatchSampler:
     """The server's batch order."""
     train = config.train
     seed = derive_seed(train.seed, "batches")
-    return BatchSampler(num_train, train.batch_size, shuffle=train.shuffle, seed=seed)
+    return BatchSampler(
+        num_train, train.batch_size, shuffle=train.shuffle, seed=seed, drop_last=train.drop_last
+    )
 
 
 def trainer_from_config(config: RunConfig, server: Server, transport: Transport) -> ServerLoop:

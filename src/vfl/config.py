@@ -204,6 +204,8 @@ class TrainConfig:
         batch_size: Samples per round.
         eval_batch_size: Samples per evaluation request.
         shuffle: Draw a fresh seeded permutation each epoch (else in order).
+        drop_last: Leave out each epoch's incomplete last batch (with Q local steps a small
+            last batch is over-fitted Q times).
         seed: Seeds model initialization and batch order.
         optimizer: Optimizer settings.
         checkpoint: Write a checkpoint after every epoch (for ``--resume``).
@@ -217,6 +219,7 @@ class TrainConfig:
     batch_size: int = 128
     eval_batch_size: int = 2048
     shuffle: bool = True
+    drop_last: bool = False
     seed: int = 0
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     checkpoint: bool = True

@@ -128,6 +128,7 @@ def build_simulation(config: RunConfig, data: VerticalData) -> Simulation:
             batch_size=config.train.batch_size,
             eval_batch_size=config.train.eval_batch_size,
             shuffle=config.train.shuffle,
+            drop_last=config.train.drop_last,
             seed=derive_seed(config.train.seed, "batches"),
             centralized=True,
         )

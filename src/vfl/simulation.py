@@ -148,6 +148,7 @@ def simulate(
     batch_size: int = 128,
     eval_batch_size: int = 2048,
     shuffle: bool = True,
+    drop_last: bool = False,
     seed: int = 0,
     centralized: bool = False,
     protocol: RunConfig | None = None,
@@ -164,6 +165,7 @@ def simulate(
         batch_size: Samples per round.
         eval_batch_size: Samples per evaluation request.
         shuffle: Shuffle every epoch (seeded).
+        drop_last: Leave out each epoch's incomplete last batch.
         seed: Seed of the batch order.
         centralized: Train ``CombinedModel(bottoms, head)`` in one process, with no messages.
         protocol: Protocol options from a run config: its ``[protocol]`` (labels, local steps,
@@ -173,7 +175,9 @@ def simulate(
     """
     if len(bottoms) != data.num_parties:
         raise ConfigError(f"got {len(bottoms)} bottom models for {data.num_parties} parties")
-    sampler = BatchSampler(len(data.train_labels), batch_size, shuffle=shuffle, seed=seed)
+    sampler = BatchSampler(
+        len(data.train_labels), batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last
+    )
     if centralized:
         model = CombinedModel(bottoms, head)
         trainer = CentralizedTraining(
