@@ -31,3 +31,17 @@ class WireError(VflError, ValueError):
 
 class ProtocolError(VflError, RuntimeError):
     """A party or the server broke the training protocol (unexpected message, missing reply)."""
+
+
+class TrainingDiverged(VflError, RuntimeError):
+    """The training loss or the server model became NaN or infinite.
+
+    Too large a learning rate or too coarse a compressor; the last checkpoint still holds the run
+    before it.
+    """
+
+
+DIVERGED_HINT = (
+    "training diverged; lower train.optimizer.lr, use fewer protocol.local_steps or more"
+    " compression bits"
+)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -9,7 +10,7 @@ import torch
 from torch import nn
 
 from vfl.checks import all_finite
-from vfl.errors import DataError, WireError
+from vfl.errors import DIVERGED_HINT, DataError, TrainingDiverged, WireError
 from vfl.local import LocalSteps, descend, snapshot
 from vfl.metrics import Task
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
@@ -103,6 +104,8 @@ class Server:
         descend(
             self.head, self.optimizer, [objective], proximal_mu=steps.proximal_mu, anchor=anchor
         )
+        if not math.isfinite(losses[0]):  # before any gradient leaves the server
+            raise TrainingDiverged(f"the training loss is {losses[0]}: {DIVERGED_HINT}")
         grads = []
         for embedding in inputs:
             assert embedding.grad is not None  # every input feeds the head
@@ -188,4 +191,7 @@ def _check_embedding(embedding: torch.Tensor, shape: tuple[int, int], source: st
             f" expected {shape} floating point"
         )
     if not all_finite(embedding):
-        raise WireError(f"{source} sent an embedding with non-finite values")
+        raise WireError(
+            f"{source} sent an embedding with non-finite values (its model diverged, or the"
+            " message is corrupt)"
+        )

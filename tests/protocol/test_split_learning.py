@@ -178,3 +178,37 @@ def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path: Path) -> N
     ):  # type: ignore[attr-defined]
         assert torch.equal(a, b)
     assert resumed.trainer.ledger.total() == straight.trainer.ledger.total()  # type: ignore[attr-defined]
+
+
+def test_a_diverging_run_stops_with_a_clear_error() -> None:
+    # Prepare
+    from tests.conftest import make_vertical_data
+    from vfl.config import load_config
+    from vfl.errors import TrainingDiverged, WireError
+    from vfl.runner import build_simulation
+
+    data = make_vertical_data(num_train=64, num_test=16, widths=(3, 4), num_classes=2)
+    settings = load_config(None, ["train.optimizer.name=sgd", "train.optimizer.lr=1e30"])
+    simulation = build_simulation(settings, data)
+
+    # Execute / Assert: whichever role's numbers break first names the divergence
+    with pytest.raises((TrainingDiverged, WireError), match="diverged"):
+        for epoch in range(5):
+            simulation.trainer.train_epoch(epoch)
+
+
+def test_a_server_model_gone_nan_stops_training_with_training_diverged() -> None:
+    # Prepare
+    from tests.conftest import make_vertical_data
+    from vfl.config import load_config
+    from vfl.errors import TrainingDiverged
+    from vfl.runner import build_simulation
+
+    data = make_vertical_data(num_train=64, num_test=16, widths=(3, 4), num_classes=2)
+    simulation = build_simulation(load_config(None, []), data)
+    with torch.no_grad():
+        next(simulation.trainer.server.head.parameters()).fill_(float("nan"))  # type: ignore[attr-defined]
+
+    # Execute / Assert
+    with pytest.raises(TrainingDiverged, match="training diverged"):
+        simulation.trainer.train_epoch(0)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import torch
 
-from vfl.errors import WireError
+from vfl.checks import all_finite
+from vfl.errors import DIVERGED_HINT, TrainingDiverged, WireError
 from vfl.local import LocalSteps
 from vfl.metrics import evaluate_logits
 from vfl.optim import LearningRateSchedule
@@ -106,6 +108,14 @@ class ServerLoop:
         if self.options.learning_rate is not None:
             self.options.learning_rate.apply(self.server.optimizer, self.rounds)
         loss = self.exchange(ids)
+        finite_model = all(all_finite(p) for p in self.server.head.parameters())
+        if not (math.isfinite(loss) and finite_model):
+            what = (
+                f"the training loss is {loss}"
+                if not math.isfinite(loss)
+                else "the server model holds NaN or infinite values"
+            )
+            raise TrainingDiverged(f"{what} after round {self.rounds}: {DIVERGED_HINT}")
         self.rounds += 1
         return loss
 
