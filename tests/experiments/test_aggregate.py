@@ -117,6 +117,24 @@ def test_curves_keep_the_epochs_every_run_recorded() -> None:
     assert curve.megabytes.tolist() == pytest.approx([0.0, 1.0, 2.0])
 
 
+def test_curves_keep_evaluations_between_epochs_and_average_compute() -> None:
+    # Prepare: evaluations every half epoch (rounds 0, 5, 10), with compute recorded
+    results = runs([0.1, 0.5, 0.7], [0.3, 0.7, 0.9])
+    for run, scale in zip(results, (1.0, 3.0), strict=True):
+        for index, record in enumerate(run.records):
+            record.update(epoch=index / 2, round=5 * index, bottom_flops=scale * 1e9 * index)
+
+    # Execute
+    curve = mean_curve("s", results, ACCURACY)
+
+    # Assert
+    assert curve.rounds.tolist() == [0, 5, 10]
+    assert curve.epochs.tolist() == [0.0, 0.5, 1.0]
+    assert curve.mean.tolist() == pytest.approx([0.2, 0.6, 0.8])
+    assert curve.gflops.tolist() == pytest.approx([0.0, 2.0, 4.0])
+    assert max_of_mean(curve, ACCURACY)[1] == 1
+
+
 def test_the_run_row_holds_final_best_traffic_and_target() -> None:
     # Prepare
     (result,) = runs([0.1, 0.8, 0.7], mb_per_epoch=4.0)

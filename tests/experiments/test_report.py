@@ -55,6 +55,7 @@ def test_the_sweep_report_reduces_each_setting_over_its_seeds(tmp_path: Path) ->
         "table.md",
         "table.csv",
         "test_accuracy_vs_epoch.png",
+        "test_accuracy_vs_round.png",
         "test_accuracy_vs_mb.png",
     }
     table = (tmp_path / "table.md").read_text()
@@ -106,7 +107,7 @@ def test_a_metric_no_run_recorded_is_refused(tmp_path: Path) -> None:
         redraw(tmp_path, metric="test_f1")
 
 
-def test_a_run_directory_gets_its_two_plots(tmp_path: Path) -> None:
+def test_a_run_directory_gets_its_plots(tmp_path: Path) -> None:
     # Prepare: plots need only metrics.jsonl, so an unfinished run works too
     run_dir = write_run(tmp_path / "run", curve_records([0.1, 0.5, 0.7]), finished=False)
 
@@ -114,7 +115,11 @@ def test_a_run_directory_gets_its_two_plots(tmp_path: Path) -> None:
     written = redraw(run_dir)
 
     # Assert
-    assert [p.name for p in written] == ["test_accuracy_vs_epoch.png", "test_accuracy_vs_mb.png"]
+    assert [p.name for p in written] == [
+        "test_accuracy_vs_epoch.png",
+        "test_accuracy_vs_round.png",
+        "test_accuracy_vs_mb.png",
+    ]
     assert all(p.read_bytes().startswith(PNG_MAGIC) and p.stat().st_size > 5000 for p in written)
 
 
@@ -155,3 +160,18 @@ def test_the_markdown_table_marks_undefined_cells() -> None:
     assert "| setting | seeds | best test_loss | max test_loss reached (epoch) |" in table
     assert "MB to test_loss ≤ 0.3" in table
     assert "| a\\|b | 0 | – | – | – | – | 0/0 |" in table
+
+
+def test_runs_that_record_bottom_flops_also_get_a_plot_against_compute(tmp_path: Path) -> None:
+    # Prepare
+    records = curve_records([0.1, 0.5, 0.7])
+    for index, record in enumerate(records):
+        record["bottom_flops"] = 3e9 * index
+    run_dir = write_run(tmp_path / "run", records, finished=False)
+
+    # Execute
+    written = redraw(run_dir)
+
+    # Assert
+    assert written[-1].name == "test_accuracy_vs_gflops.png"
+    assert written[-1].read_bytes().startswith(PNG_MAGIC)

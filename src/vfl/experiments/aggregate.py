@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +55,18 @@ class Stat:
 
 @dataclass(frozen=True)
 class Curve:
-    """A metric per epoch, averaged over a setting's runs.
+    """A metric per evaluation, averaged over a setting's runs.
 
     Attributes:
         label: The setting's label.
-        epochs: The epochs every run recorded, ascending.
-        megabytes: Training traffic (up + down) at each epoch in MB, averaged over runs.
-        mean: The metric's mean over runs at each epoch.
-        std: Its population std over runs at each epoch.
+        epochs: The epoch of each evaluation every run recorded (fractional between epochs).
+        megabytes: Training traffic (up + down) at each evaluation in MB, averaged over runs.
+        mean: The metric's mean over runs at each evaluation.
+        std: Its population std over runs at each evaluation.
         num_runs: How many runs the curve averages.
+        rounds: The round of each evaluation.
+        gflops: Cumulative bottom-model training GFLOPs at each evaluation, averaged over runs
+            (NaN where the runs did not record ``bottom_flops``).
     """
 
     label: str
@@ -72,6 +75,8 @@ class Curve:
     mean: FloatArray
     std: FloatArray
     num_runs: int
+    rounds: FloatArray = field(default_factory=lambda: np.zeros(0))
+    gflops: FloatArray = field(default_factory=lambda: np.zeros(0))
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,7 @@ class SettingRow:
     num_runs: int
     best: Stat
     max_reached: Stat
-    max_epoch: int
+    max_epoch: float
     target: TargetCost | None
 
 
@@ -125,30 +130,35 @@ def best_value(records: Sequence[Record], metric: str) -> float:
 
 
 def mean_curve(label: str, runs: Sequence[RunResult], metric: str) -> Curve:
-    """The mean ± std curve of ``metric`` over ``runs``, aligned by epoch.
+    """The mean ± std curve of ``metric`` over ``runs``, aligned by round.
 
-    Only the epochs that every run recorded are kept, so runs of different lengths are cut to
-    the shortest. The traffic at each epoch is the mean over runs (runs of one setting send the
-    same bytes whenever their message shapes agree).
+    Only the evaluations (rounds) that every run recorded are kept, so runs of different lengths
+    are cut to the shortest. The traffic and FLOPs at each point are means over runs (runs of one
+    setting send the same bytes whenever their message shapes agree).
     """
     if not runs:
         empty = np.zeros(0)
-        return Curve(label, empty, empty, empty, empty, 0)
-    by_epoch = [{int(r["epoch"]): r for r in run.records} for run in runs]
-    common = sorted(set.intersection(*(set(epochs) for epochs in by_epoch)))
-    values = np.array([[_value(e[k], metric) for k in common] for e in by_epoch])  # (runs, epochs)
-    traffic = np.array([[_megabytes(e[k]) for k in common] for e in by_epoch])  # (runs, epochs)
+        return Curve(label, empty, empty, empty, empty, 0, empty, empty)
+    by_round = [{int(r["round"]): r for r in run.records} for run in runs]
+    common = sorted(set.intersection(*(set(rounds) for rounds in by_round)))
+
+    def column(read: Any) -> FloatArray:  # (runs, evaluations)
+        return np.array([[read(e[k]) for k in common] for e in by_round], dtype=np.float64)
+
+    values = column(lambda record: _value(record, metric))
     return Curve(
         label=label,
-        epochs=np.asarray(common, dtype=np.float64),
-        megabytes=traffic.mean(axis=0),
+        epochs=column(lambda record: _value(record, "epoch")).mean(axis=0),
+        megabytes=column(_megabytes).mean(axis=0),
         mean=values.mean(axis=0),
         std=values.std(axis=0),
         num_runs=len(runs),
+        rounds=np.asarray(common, dtype=np.float64),
+        gflops=column(lambda record: _value(record, "bottom_flops") / 1e9).mean(axis=0),
     )
 
 
-def max_of_mean(curve: Curve, metric: str) -> tuple[Stat, int]:
+def max_of_mean(curve: Curve, metric: str) -> tuple[Stat, float]:
     """C-VFL's "max metric reached": the best point of the mean curve and the std there.
 
     specs/cvfl.md section 4.3: the max over epochs of the mean curve across runs, ± the
@@ -160,7 +170,8 @@ def max_of_mean(curve: Curve, metric: str) -> tuple[Stat, int]:
     pick = np.nanargmin if metric in LOWER_IS_BETTER else np.nanargmax
     index = int(pick(curve.mean))
     stat = Stat(float(curve.mean[index]), float(curve.std[index]), curve.num_runs)
-    return stat, int(curve.epochs[index])
+    epoch = round(float(curve.epochs[index]), 3)
+    return stat, int(epoch) if epoch.is_integer() else epoch
 
 
 def target_cost(runs: Sequence[RunResult], target: Target) -> TargetCost:

@@ -1,4 +1,4 @@
-"""PNG plots of mean ± std curves: a metric against epochs or against training traffic.
+"""PNG plots of mean ± std curves: a metric against epochs, rounds, traffic or compute.
 
 Figures are drawn on matplotlib's Agg canvas directly (no pyplot, no global backend switch), so
 plotting works without a display and leaves the caller's matplotlib state alone.
@@ -19,7 +19,7 @@ from matplotlib.ticker import MaxNLocator
 
 from vfl.experiments.aggregate import Curve
 
-XAxis = Literal["epoch", "megabytes"]
+XAxis = Literal["epoch", "round", "megabytes", "gflops"]
 
 METRIC_NAMES = {
     "test_accuracy": "test accuracy",
@@ -30,7 +30,9 @@ METRIC_NAMES = {
 }
 X_NAMES = {
     "epoch": "epoch",
+    "round": "round",
     "megabytes": "training traffic, up + down (MB = 2^20 bytes)",
+    "gflops": "bottom-model training compute, all parties (GFLOPs)",
 }
 LINE_STYLES = ("-", "--", ":", "-.")
 INSIDE_LEGEND_MAX = 6
@@ -51,8 +53,8 @@ def plot_curves(
     Args:
         curves: One curve per setting (``vfl.experiments.aggregate.mean_curve``).
         path: The PNG file to write.
-        x: ``epoch``, or ``megabytes`` of cumulative training traffic (the curve's mean traffic
-            at each epoch).
+        x: ``epoch``, ``round``, ``megabytes`` of cumulative training traffic, or ``gflops`` of
+            cumulative bottom-model training compute (means over the curve's runs).
         metric: The metric the curves hold (for the axis label).
         title: The figure title.
         log_x: Logarithmic x axis; points at x <= 0 (epoch 0's zero traffic) are left out.
@@ -67,7 +69,12 @@ def plot_curves(
     colours = colormaps["tab10"]
     drawn = 0
     for index, curve in enumerate(curves):
-        xs = curve.epochs if x == "epoch" else curve.megabytes
+        xs = {
+            "epoch": curve.epochs,
+            "round": curve.rounds,
+            "megabytes": curve.megabytes,
+            "gflops": curve.gflops,
+        }[x]
         keep = np.isfinite(xs) & np.isfinite(curve.mean) & ((xs > 0) if log_x else True)
         if keep.any():
             # after ten colours, the next ten settings repeat them with another line style

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from vfl.errors import ConfigError
 from vfl.experiments.aggregate import (
     Curve,
@@ -89,19 +91,32 @@ def write_run_plots(
 def plot_both(
     curves: Sequence[Curve], folder: Path, *, metric: str, title: str, log_x: bool
 ) -> list[Path]:
-    """``<metric>_vs_epoch.png`` and ``<metric>_vs_mb.png`` in ``folder``."""
-    by_epoch = plot_curves(
-        curves, folder / f"{metric}_vs_epoch.png", x="epoch", metric=metric, title=title
+    """The metric's curves against epochs, rounds and traffic (and compute) in ``folder``.
+
+    ``<metric>_vs_epoch.png``, ``<metric>_vs_round.png``, ``<metric>_vs_mb.png``, and
+    ``<metric>_vs_gflops.png`` when the runs recorded bottom-model FLOPs.
+    """
+    paths = [
+        plot_curves(curves, folder / f"{metric}_vs_{x}.png", x=x, metric=metric, title=title)
+        for x in ("epoch", "round")
+    ]
+    paths.append(
+        plot_curves(
+            curves,
+            folder / f"{metric}_vs_mb.png",
+            x="megabytes",
+            metric=metric,
+            title=title,
+            log_x=log_x,
+        )
     )
-    by_traffic = plot_curves(
-        curves,
-        folder / f"{metric}_vs_mb.png",
-        x="megabytes",
-        metric=metric,
-        title=title,
-        log_x=log_x,
-    )
-    return [by_epoch, by_traffic]
+    if any(np.isfinite(curve.gflops).any() for curve in curves):
+        paths.append(
+            plot_curves(
+                curves, folder / f"{metric}_vs_gflops.png", x="gflops", metric=metric, title=title
+            )
+        )
+    return paths
 
 
 def _check_metric(runs: Sequence[RunResult], metric: str) -> None:
