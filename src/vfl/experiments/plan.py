@@ -17,7 +17,7 @@ from typing import Any, Literal
 import tomli_w
 
 from vfl.config import RunConfig, load_config
-from vfl.configio import read_toml, to_toml
+from vfl.configio import from_mapping, read_toml, to_toml
 from vfl.errors import ConfigError
 from vfl.experiments.files import CHECKPOINT, CONFIG, METRICS, SUMMARY, read_metrics
 from vfl.experiments.spec import SEED_KEY, Overrides, SweepSpec
@@ -104,14 +104,18 @@ def run_state(run_dir: Path, config: RunConfig) -> RunState:
     """Whether ``run_dir`` holds this run finished, resumable, or neither.
 
     ``done``: ``summary.json`` exists and the saved ``config.toml`` equals ``config`` (the
-    ``[output]`` table aside). ``partial``: a checkpoint exists, the saved config differs at most
-    in ``train.epochs``, and no more epochs were recorded than ``config`` asks for (so a longer
-    sweep extends finished runs). ``new``: anything else.
+    ``[output]`` table aside; keys the saved file lacks count as their defaults). ``partial``:
+    a checkpoint exists, the saved config differs at most in ``train.epochs``, and no more epochs
+    were recorded than ``config`` asks for (so a longer sweep extends finished runs). ``new``:
+    anything else.
     """
     try:
-        saved = _comparable(read_toml(run_dir / CONFIG))
+        # Re-read through today's loader, so keys added to the config since the run (with their
+        # defaults) do not make a finished run look different.
+        saved_config = from_mapping(RunConfig, read_toml(run_dir / CONFIG))
     except ConfigError:
         return "new"
+    saved = _comparable(tomllib.loads(to_toml(saved_config)))
     wanted = _comparable(tomllib.loads(to_toml(config)))
     if saved == wanted and (run_dir / SUMMARY).exists():
         return "done"

@@ -1,0 +1,46 @@
+"""Whether a run folder already holds a run: done, resumable or new."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import tomli_w
+
+from vfl.config import load_config
+from vfl.configio import to_toml
+from vfl.experiments.plan import run_state
+
+
+def write_finished(run_dir: Path, config_text: str) -> None:
+    run_dir.mkdir()
+    (run_dir / "config.toml").write_text(config_text)
+    (run_dir / "summary.json").write_text("{}\n")
+
+
+def test_keys_added_to_the_config_since_a_run_keep_it_done(tmp_path: Path) -> None:
+    # Prepare: a run saved before the [lightweight] table and train.drop_last existed
+    config = load_config(None, ["train.epochs=2"])
+    saved = tomllib.loads(to_toml(config))
+    del saved["lightweight"]
+    del saved["train"]["drop_last"]
+    write_finished(tmp_path / "run", tomli_w.dumps(saved))
+
+    # Execute / Assert
+    assert run_state(tmp_path / "run", config) == "done"
+
+
+def test_a_changed_value_makes_the_run_new(tmp_path: Path) -> None:
+    # Prepare
+    write_finished(tmp_path / "run", to_toml(load_config(None, ["train.epochs=2"])))
+
+    # Execute / Assert
+    assert run_state(tmp_path / "run", load_config(None, ["train.optimizer.lr=0.5"])) == "new"
+
+
+def test_a_saved_config_todays_loader_refuses_makes_the_run_new(tmp_path: Path) -> None:
+    # Prepare: a key that no longer exists
+    write_finished(tmp_path / "run", "[train]\nobsolete_key = 1\n")
+
+    # Execute / Assert
+    assert run_state(tmp_path / "run", load_config(None, [])) == "new"
