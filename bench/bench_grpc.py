@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import multiprocessing
 import os
 import platform
@@ -41,6 +42,7 @@ from vfl.transport import PartyEndpoint
 from vfl.transport.grpc_party import PartyLink
 from vfl.transport.grpc_transport import GrpcTransport
 from vfl.transport.ledger import Ledger
+from vfl.transport.link import PartyUnavailableError
 from vfl.transport.security import PartyCredential, PartyTls, ServerTls
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,6 +53,7 @@ def serve_party(
 ) -> None:
     """One party process: its block of the data, its role, its link to the server."""
     torch.set_num_threads(1)  # as the server and the in-process run (see the module docstring)
+    logging.basicConfig(level=logging.WARNING, format=f"party {party}: %(levelname)s %(message)s")
     config = load_config(Path(config_path), overrides)
     _, _, data = prepare(config)
     role = party_from_config(
@@ -100,7 +103,7 @@ def grpc_run(
     ]
     for process in processes:
         process.start()
-    transport.wait_for_parties(600)
+    wait_for_parties(transport, processes, timeout_s=600)
     widths = {
         p: embedding_width(bottom_model(config, p, tuple(block.shape[1:])), block)
         for p, block in zip(parties, data.train_blocks, strict=True)
@@ -113,6 +116,19 @@ def grpc_run(
         embedding_dims=widths,
     )
     return Simulation(trainer_from_config(config, server, transport)), transport, processes
+
+
+def wait_for_parties(transport: GrpcTransport, processes: list[Any], *, timeout_s: float) -> None:
+    """Wait until every party process has connected; fail at once if one of them died."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            transport.wait_for_parties(1.0)
+            return
+        except PartyUnavailableError:
+            dead = [p.name for p in processes if p.exitcode is not None]
+            if dead or time.monotonic() > deadline:
+                raise RuntimeError(f"party processes did not connect (exited: {dead})") from None
 
 
 def timed_epoch(simulation: Simulation, epoch: int) -> float:

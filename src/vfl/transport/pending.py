@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import secrets
 import threading
-import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from vfl.wire import Message
 
@@ -26,6 +25,7 @@ class Pending:
         reply_bytes: The reply frame's size.
         error: Why the request failed, once it did.
         rejected: The reason the last frame received for it was rejected.
+        waiters: The waits this request is part of (see ``PendingTable.wait``).
     """
 
     message_id: int
@@ -38,11 +38,25 @@ class Pending:
     reply_bytes: int = 0
     error: BaseException | None = None
     rejected: str = ""
+    waiters: list[_Waiter] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
         """Whether a reply or a failure settled it."""
         return self.reply is not None or self.error is not None
+
+
+class _Waiter:
+    """One ``PendingTable.wait``: how many of its requests are open, and an event for the last."""
+
+    def __init__(self, remaining: int) -> None:
+        self.remaining = remaining
+        self.event = threading.Event()
+
+    def settled_one(self) -> None:
+        self.remaining -= 1
+        if self.remaining == 0:
+            self.event.set()
 
 
 class PendingTable:
@@ -81,24 +95,33 @@ class PendingTable:
     def settle(
         self, pending: Pending, *, reply: Message | None = None, error: BaseException | None = None
     ) -> None:
-        """Record a request's reply or failure (the first one wins) and wake the waiters."""
+        """Record a request's reply or failure (the first one wins).
+
+        A wait is woken only when the last of its requests settles: one thread switch per
+        exchange instead of one per party.
+        """
         with self.condition:
             if pending.done:
                 return
             pending.reply, pending.error = reply, error
-            self.condition.notify_all()
+            for waiter in pending.waiters:
+                waiter.settled_one()
 
     def wait(self, pendings: Iterable[Pending], timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for all of ``pendings`` to settle; whether they did."""
-        items = list(pendings)
-        deadline = time.monotonic() + timeout
         with self.condition:
-            while not all(p.done for p in items):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self.condition.wait(remaining)
-            return True
+            unsettled = [p for p in pendings if not p.done]
+            if not unsettled:
+                return True
+            waiter = _Waiter(len(unsettled))
+            for pending in unsettled:
+                pending.waiters.append(waiter)
+        try:
+            return waiter.event.wait(max(timeout, 0.0))
+        finally:
+            with self.condition:
+                for pending in unsettled:
+                    pending.waiters.remove(waiter)
 
     def remove(self, pendings: Iterable[Pending]) -> None:
         """Forget settled requests (a late reply to them is then rejected as unknown)."""
