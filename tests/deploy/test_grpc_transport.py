@@ -5,19 +5,27 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+import grpc
 import pytest
 import torch
 
 from tests.deploy.loopback import FAST, party_tls, start_loopback, token
 from tests.deploy.rogue import EMBEDDING_REASONS, JUNK_REASONS, RogueLink
-from vfl.deploy.certs import PkiFiles
+from vfl.deploy.certs import PkiFiles, create_test_pki
 from vfl.errors import ProtocolError
 from vfl.transport import PartyEndpoint
 from vfl.transport.grpc_party import PartyLink
-from vfl.transport.link import PartyRestartedError, PartyUnavailableError
+from vfl.transport.link import METHOD, PartyRestartedError, PartyUnavailableError
 from vfl.transport.retry import RetryPolicy
-from vfl.transport.security import RefusedError
+from vfl.transport.security import (
+    METADATA_INSTANCE,
+    METADATA_PARTY,
+    METADATA_TOKEN,
+    PartyTls,
+    RefusedError,
+)
 from vfl.wire import Ack, EmbedReply, EmbedRequest, GradRequest, Message, encode
 
 
@@ -108,6 +116,48 @@ def test_without_a_client_certificate_mutual_tls_fails_and_the_party_gives_up(
     assert time.monotonic() - started < 10
     assert set(loopback.transport.connected()) == {1}
     loopback.close()
+
+
+def test_tls_is_required_and_the_server_certificate_is_verified(
+    pki: PkiFiles, tmp_path: Path
+) -> None:
+    # Prepare: a server, and a second PKI whose CA did not sign the server's certificate
+    loopback = start_loopback(pki, {1: endpoint(1).handle_frame}, parties=(1, 2))
+    port = loopback.transport.port
+    other = create_test_pki(tmp_path, parties=[2])
+    metadata = ((METADATA_PARTY, "2"), (METADATA_TOKEN, token(pki, 2)), (METADATA_INSTANCE, "x"))
+
+    # Execute / Assert: a plaintext connection opens no stream
+    with grpc.insecure_channel(f"localhost:{port}") as channel:
+        call = channel.stream_stream(METHOD)(iter(()), metadata=metadata, timeout=5)
+        with pytest.raises(grpc.RpcError) as failed:
+            list(call)
+    assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+    # Execute / Assert: a party that trusts another CA does not accept this server
+    impostor_ca = PartyTls(
+        other.ca_cert.read_bytes(),
+        *(f.read_bytes() for f in (other.parties[2].cert, other.parties[2].key)),
+    )
+    with pytest.raises(ProtocolError, match="could not reach the server"):
+        dialing_link(pki, port, 2, tls=impostor_ca).serve()
+    assert set(loopback.transport.connected()) == {1}
+
+
+def test_without_mutual_tls_a_token_authenticates_the_party(pki: PkiFiles) -> None:
+    # Prepare: server-side TLS only; party 2 has no client certificate, just its token
+    loopback = start_loopback(pki, {1: endpoint(1).handle_frame}, parties=(1, 2), mutual=False)
+    bare = PartyTls(pki.ca_cert.read_bytes())
+    loopback.add(dialing_link(pki, loopback.transport.port, 2, tls=bare, give_up_s=30.0))
+    loopback.transport.wait_for_parties(10)
+
+    # Execute
+    exchange = loopback.transport.request({p: Ack(round=0) for p in (1, 2)})
+    refused = dialing_link(pki, loopback.transport.port, 2, tls=bare, token="")
+
+    # Assert
+    assert not exchange.failures and set(exchange.replies) == {1, 2}
+    with pytest.raises(RefusedError, match="missing or wrong token"):
+        refused.serve()
 
 
 def test_bad_frames_are_rejected_with_a_reason_and_the_exchange_goes_on(
