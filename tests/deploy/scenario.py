@@ -22,7 +22,7 @@ from vfl.deploy.data import encode_features, load_labels, load_party_tables
 from vfl.fit import fit
 from vfl.metrics import Task
 from vfl.results import RunDirectory
-from vfl.runner import build_simulation
+from vfl.runner import build_simulation, target_of
 from vfl.simulation import Simulation, VerticalData
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
 
@@ -348,5 +348,14 @@ def simulate_aligned(scenario: Scenario, run_dir: Path) -> Simulation:
         Task(len(labels.classes)),
     )
     simulation = build_simulation(config, data)
-    fit(simulation, epochs=config.train.epochs, run=RunDirectory(run_dir), progress=False)
+    fit(
+        simulation,
+        epochs=config.train.epochs,
+        run=RunDirectory(run_dir),
+        progress=False,
+        eval_at_start=config.train.eval_at_start,
+        eval_every=config.train.eval_every,
+        target=target_of(config),
+        stop_at_target=config.target.stop,
+    )
     return simulation

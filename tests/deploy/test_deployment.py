@@ -144,11 +144,19 @@ VARIANTS = {
         "extra": '[protocol]\nlabels = "shared"\nlocal_steps = 2\n'
         '[compress.embedding]\nname = "scalar"\nbits = 4\n',
     },
+    "eval-every-stop-at-target": {
+        "epochs": 4,
+        "train": ["eval_every = 3", "eval_at_start = false"],
+        "extra": '[target]\nmetric = "test_accuracy"\nvalue = 0.8\nstop = true\n',
+    },
     "sequential-topk-gradient": {
         "extra": '[protocol]\nschedule = "sequential"\n'
         '[compress.gradient]\nname = "topk"\nratio = 0.5\n',
     },
 }
+
+
+STOPS_AT_TARGET = {"eval-every-stop-at-target"}
 
 
 @pytest.mark.slow
@@ -164,8 +172,19 @@ def test_protocol_options_run_unchanged_over_grpc(variant: str, tmp_path: Path) 
     # Assert
     assert result.returncode == 0, result.stderr[-4000:]
     checkpoint = torch.load(scenario.run_dir / "checkpoint.pt", weights_only=True)
-    deployed_head = checkpoint["simulation"]["trainer"]["server"]["head"]
-    for name, value in simulation.trainer.server.head.state_dict().items():  # type: ignore[attr-defined]
-        torch.testing.assert_close(deployed_head[name], value, atol=1e-6, rtol=0)
+    if variant in STOPS_AT_TARGET:  # the run ends at an evaluation, after the last checkpoint
+        summary = json.loads((scenario.run_dir / "summary.json").read_text())
+        assert summary["target"]["reached"]["round"] == simulation.trainer.rounds  # type: ignore[attr-defined]
+        assert summary["epochs"] < VARIANTS[variant]["epochs"]
+    else:
+        deployed_head = checkpoint["simulation"]["trainer"]["server"]["head"]
+        for name, value in simulation.trainer.server.head.state_dict().items():  # type: ignore[attr-defined]
+            torch.testing.assert_close(deployed_head[name], value, atol=1e-6, rtol=0)
     ledger = (tmp_path / "reference" / "ledger.csv").read_text()
     assert (scenario.run_dir / "ledger.csv").read_text() == ledger
+    local = RunDirectory(tmp_path / "reference").read_metrics()
+    remote = RunDirectory(scenario.run_dir).read_metrics()
+    assert [(r["epoch"], r["round"]) for r in remote] == [(r["epoch"], r["round"]) for r in local]
+    assert [r["test_accuracy"] for r in remote] == pytest.approx(
+        [r["test_accuracy"] for r in local], abs=1e-6
+    )
