@@ -82,6 +82,29 @@ def test_training_stops_at_the_target(tmp_path: Path) -> None:
     assert summary["target"]["reached"]["round"] == records[-1]["round"]
 
 
+def test_a_target_met_by_the_untrained_model_stops_before_any_round(tmp_path: Path) -> None:
+    # Prepare: any accuracy reaches 0
+    from vfl.results import RunDirectory
+    from vfl.summary import Target
+
+    simulation = small_simulation()
+
+    # Execute
+    records = fit(
+        simulation,
+        epochs=3,
+        run=RunDirectory(tmp_path),
+        progress=False,
+        target=Target("test_accuracy", 0.0),
+        stop_at_target=True,
+    )
+
+    # Assert
+    assert [r["round"] for r in records] == [0]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["target"]["reached"]["round"] == 0
+
+
 def test_stopping_needs_a_target() -> None:
     with pytest.raises(ConfigError, match="needs a target"):
         fit(small_simulation(), epochs=1, progress=False, stop_at_target=True)

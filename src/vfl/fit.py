@@ -102,9 +102,9 @@ class _Fit:
         start_epoch = self._resume() if resume else 0
         self.records = self.run_files.read_metrics() if self.run_files is not None else []
         self.trainer.setup()
-        if self.schedule.eval_at_start and start_epoch == 0:
-            self._evaluate(None, train_time=0.0)
         try:
+            if self.schedule.eval_at_start and start_epoch == 0:
+                self._evaluate(None, train_time=0.0)
             for epoch in range(start_epoch, self.schedule.epochs):
                 self._epoch(epoch)
         except _TargetReached:
