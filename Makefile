@@ -24,8 +24,8 @@ data: venv
 	@for name in $(wordlist 2,99,$(TEST_DATA)); do $(BIN)/vfl data fetch $$name || exit 1; done
 
 lint: venv
-	$(BIN)/ruff check src tests bench examples tools
-	$(BIN)/ruff format --check src tests bench examples tools
+	$(BIN)/ruff check src tests bench examples tools experiments
+	$(BIN)/ruff format --check src tests bench examples tools experiments
 
 typecheck: venv
 	$(BIN)/mypy
