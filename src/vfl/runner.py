@@ -223,32 +223,51 @@ def run(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str, 
     run_files.write_text(PARTITION, partition.to_json())
     simulation = build_simulation(config, data)
     try:
-        fit(
-            simulation,
-            epochs=config.train.epochs,
-            run=run_files,
-            progress=config.output.progress,
-            checkpoint=config.train.checkpoint,
-            resume=resume,
-            eval_at_start=config.train.eval_at_start,
-            eval_every=config.train.eval_every,
-            stop_at_target=config.target.stop,
-            target=Target(config.target.metric, config.target.value)
-            if config.target.metric
-            else None,
-        )
+        fit_as_configured(simulation, config, run_files, resume=resume)
     finally:
         simulation.trainer.close()
-    summary = run_files.read_json(SUMMARY)
+    return finish_summary(config, simulation, run_files)
+
+
+def fit_as_configured(
+    simulation: Simulation,
+    config: RunConfig,
+    run: RunDirectory,
+    *,
+    resume: bool,
+    eval_at_start: bool | None = None,
+) -> None:
+    """``fit`` with the config's epochs, evaluations, target, checkpoints and progress bar.
+
+    ``eval_at_start`` overrides ``train.eval_at_start`` (a resumed deployment that already
+    recorded epoch 0 must not record it again).
+    """
+    fit(
+        simulation,
+        epochs=config.train.epochs,
+        run=run,
+        progress=config.output.progress,
+        checkpoint=config.train.checkpoint,
+        resume=resume,
+        eval_at_start=config.train.eval_at_start if eval_at_start is None else eval_at_start,
+        eval_every=config.train.eval_every,
+        target=target_of(config),
+        stop_at_target=config.target.stop,
+    )
+
+
+def finish_summary(config: RunConfig, simulation: Simulation, run: RunDirectory) -> dict[str, Any]:
+    """Add to ``summary.json`` the compute records, the paper's cost formulas, time to target."""
+    summary = run.read_json(SUMMARY)
     logs = simulation.compute_logs()
     if logs:
-        write_compute_csv(run_files.file(COMPUTE), logs)
+        write_compute_csv(run.file(COMPUTE), logs)
         summary["compute"] = compute_summary(simulation, logs)
     if "bytes" in summary:
         summary["accounting"] = paper_accounting(
             config, simulation, summary["rounds"], summary["bytes"]["train_total"]
         )
     if "target" in summary:
-        summary["target"]["time"] = time_to_reach(config, summary, run_files.read_metrics())
-    run_files.write_json(SUMMARY, summary)
+        summary["target"]["time"] = time_to_reach(config, summary, run.read_metrics())
+    run.write_json(SUMMARY, summary)
     return summary

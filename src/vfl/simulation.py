@@ -104,11 +104,11 @@ class Simulation:
 
     def bottom_flops(self) -> int | None:
         """Training FLOPs of every bottom model so far, or ``None`` where unknown."""
-        logs = self.compute_logs()
-        if not self.parties or len(logs) != len(self.parties):
+        meters = [p.options.lightweight for p in self.parties]
+        if not meters or None in meters:
             return None
-        flops = [e.train_flops for log in logs.values() for e in log]
-        return None if any(f < 0 for f in flops) else sum(flops)
+        flops = [m.total_train_flops() for m in meters if m is not None]
+        return None if min(flops) < 0 else sum(flops)
 
     def state_dict(self) -> dict[str, Any]:
         """Trainer state plus every party's state."""

@@ -27,18 +27,16 @@ import torch
 from vfl.assemble import server_from_config, trainer_from_config
 from vfl.config import RunConfig
 from vfl.configio import to_toml
-from vfl.costs import paper_accounting, time_to_reach
 from vfl.deploy.alignment import Alignment, align
 from vfl.deploy.config import DeploymentConfig, ServerTlsConfig, party_view
 from vfl.deploy.control import ask
 from vfl.deploy.data import LabelTables, load_labels
 from vfl.deploy.messages import CheckpointRequest, ControlAck, SetupReply, SetupRequest
 from vfl.errors import ConfigError, DataError, ProtocolError
-from vfl.fit import fit
 from vfl.metrics import Task
 from vfl.protocol.loop import ServerLoop
-from vfl.results import CHECKPOINT, CONFIG, METRICS, SUMMARY, RunDirectory
-from vfl.runner import target_of
+from vfl.results import CHECKPOINT, CONFIG, METRICS, RunDirectory
+from vfl.runner import finish_summary, fit_as_configured
 from vfl.seeding import derive_seed
 from vfl.simulation import Simulation
 from vfl.transport.grpc_transport import GrpcTransport
@@ -163,8 +161,7 @@ def run_server(
         _fit(simulation, config, deployment, run, resume)
         simulation.trainer.close()  # tells the parties the run is over
         finished = True
-        _finish_summary(config, simulation, run)
-        return run.read_json(SUMMARY)
+        return finish_summary(config, simulation, run)
     finally:
         run.write_text(WIRE, json.dumps(transport.wire.snapshot(), indent=2) + "\n")
         if not finished:  # parties keep waiting for a resumed server (or their give_up_s)
@@ -291,17 +288,12 @@ def _fit(
     while True:
         has_epoch_zero = any(int(r["epoch"]) == 0 for r in run.read_metrics())
         try:
-            fit(
+            fit_as_configured(
                 simulation,
-                epochs=config.train.epochs,
-                run=run,
-                progress=config.output.progress,
-                checkpoint=config.train.checkpoint,
+                config,
+                run,
                 resume=resume,
                 eval_at_start=config.train.eval_at_start and not has_epoch_zero,
-                eval_every=config.train.eval_every,
-                target=target_of(config),
-                stop_at_target=config.target.stop,
             )
             return
         except ProtocolError as error:
@@ -351,15 +343,3 @@ def _stopped_at(run: RunDirectory) -> str:
         f"the run stops at its checkpoint after epoch {epoch}: restart the missing or stuck"
         " parties (with --resume), then the server with --resume"
     )
-
-
-def _finish_summary(config: RunConfig, simulation: DeployedSimulation, run: RunDirectory) -> None:
-    """Add what ``vfl run`` adds to ``summary.json``: the paper's cost formulas, time to target."""
-    summary = run.read_json(SUMMARY)
-    if "bytes" in summary:
-        summary["accounting"] = paper_accounting(
-            config, simulation, summary["rounds"], summary["bytes"]["train_total"]
-        )
-    if "target" in summary:
-        summary["target"]["time"] = time_to_reach(config, summary, run.read_metrics())
-    run.write_json(SUMMARY, summary)
