@@ -6,7 +6,7 @@ this times, per round, ``compress -> to_bytes -> from_bytes -> decompress`` of t
 (real embeddings and head parameters of the built example), median of ``--repeats`` rounds. The
 round time is measured in the same run: the median of ``--rounds`` training rounds
 (``trainer.train_epoch`` with a per-round callback) of the example as configured (the
-split-learning baseline, built by ``vfl.runner``). Goal: <= 5%.
+split-learning baseline, built by ``vfl.run.runner``). Goal: <= 5%.
 
     .venv/bin/python bench/bench_compressors.py [--rounds 100] [--repeats 50] [--set key=value ...]
 
@@ -29,9 +29,9 @@ import torch
 from vfl.compress import Compressor, make_compressor
 from vfl.config import load_config
 from vfl.protocol.loop import ServerLoop
-from vfl.runner import build_simulation, prepare
+from vfl.run.runner import build_simulation, prepare
+from vfl.run.simulation import Simulation
 from vfl.seeding import derive_seed
-from vfl.simulation import Simulation
 from vfl.wire import SPLIT_TRAIN
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,7 +2,7 @@
 
 The MNIST example by default (4 quadrant parties). The server-side loop runs in this process;
 over gRPC each party is a separate OS process (``multiprocessing`` spawn) that builds its role
-with ``vfl.assemble.party_from_config`` and dials the server with mutual TLS and a token, as a
+with ``vfl.run.assemble.party_from_config`` and dials the server with mutual TLS and a token, as a
 deployed party does. Both runs use the same config, data and batch order; epochs alternate
 between the two transports so that machine drift hits both alike. Reported per transport: the
 median over ``--repeats`` epochs (after one warm-up epoch) of the training time (evaluation
@@ -33,11 +33,16 @@ from typing import Any
 
 import torch
 
-from vfl.assemble import bottom_model, party_from_config, server_from_config, trainer_from_config
 from vfl.config import RunConfig, load_config
 from vfl.deploy.certs import PkiFiles, create_test_pki
-from vfl.runner import build_simulation, prepare
-from vfl.simulation import Simulation, embedding_width
+from vfl.run.assemble import (
+    bottom_model,
+    party_from_config,
+    server_from_config,
+    trainer_from_config,
+)
+from vfl.run.runner import build_simulation, prepare
+from vfl.run.simulation import Simulation, embedding_width
 from vfl.transport import PartyEndpoint
 from vfl.transport.grpc_party import PartyLink
 from vfl.transport.grpc_transport import GrpcTransport

@@ -24,8 +24,8 @@ from typing import Any
 import torch
 
 from vfl.config import load_config
-from vfl.runner import build_simulation, prepare
-from vfl.secure_sum import PartySecureSum, ServerSecureSum
+from vfl.privacy.secure_sum import PartySecureSum, ServerSecureSum
+from vfl.run.runner import build_simulation, prepare
 
 ROOT = Path(__file__).resolve().parents[1]
 PRIVATE = [

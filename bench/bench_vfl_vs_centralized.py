@@ -30,10 +30,10 @@ from pathlib import Path
 import torch
 
 from vfl.config import load_config
-from vfl.party import Party
 from vfl.protocol.split import SplitLearning
-from vfl.runner import build_simulation, prepare
-from vfl.simulation import Simulation, VerticalData
+from vfl.roles.party import Party
+from vfl.run.runner import build_simulation, prepare
+from vfl.run.simulation import Simulation, VerticalData
 from vfl.transport.base import Exchange, Transport
 from vfl.transport.inproc import InProcTransport
 from vfl.transport.ledger import Phase

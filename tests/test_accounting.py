@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 
 from tests.test_cli import write_config, write_table
-from vfl.accounting import (
+from vfl.cli import main
+from vfl.results.cvfl_costs import (
     literal_bits_per_round,
     reproduction_bits_per_round,
     time_to_target,
 )
-from vfl.cli import main
 
 
 def test_reproduction_formula_matches_the_mimic_cost_per_epoch() -> None:

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vfl.config import RunConfig, load_config
-from vfl.configio import from_mapping, parse_overrides, read_toml, to_toml
+from vfl.config.io import from_mapping, parse_overrides, read_toml, to_toml
 from vfl.errors import ConfigError
 
 EXAMPLES = sorted(Path(__file__).parents[1].joinpath("examples").glob("*.toml"))

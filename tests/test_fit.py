@@ -12,9 +12,9 @@ from tests.test_cli import write_config, write_table
 from vfl.cli import main
 from vfl.data.dataset import Dataset, Split
 from vfl.errors import ConfigError
-from vfl.fit import fit
-from vfl.runner import binarize
-from vfl.simulation import Simulation, simulate
+from vfl.run.fit import fit
+from vfl.run.runner import binarize
+from vfl.run.simulation import Simulation, simulate
 
 
 def small_simulation() -> Simulation:
@@ -84,8 +84,8 @@ def test_training_stops_at_the_target(tmp_path: Path) -> None:
 
 def test_a_target_met_by_the_untrained_model_stops_before_any_round(tmp_path: Path) -> None:
     # Prepare: any accuracy reaches 0
-    from vfl.results import RunDirectory
-    from vfl.summary import Target
+    from vfl.results.files import RunDirectory
+    from vfl.results.summary import Target
 
     simulation = small_simulation()
 

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vfl.metrics import Task, evaluate_logits, f1_score, roc_auc
+from vfl.results.metrics import Task, evaluate_logits, f1_score, roc_auc
 
 
 def brute_force_auc(labels: np.ndarray, scores: np.ndarray) -> float:

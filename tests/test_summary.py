@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import math
 
-from vfl.summary import Target, first_reaching, summarize
+from vfl.results.summary import Target, first_reaching, summarize
 
 
 def records() -> list[dict]:  # type: ignore[type-arg]

@@ -12,11 +12,11 @@ import typing
 from typing import Any
 
 from vfl.config import RunConfig
-from vfl.configio import to_toml
+from vfl.config.io import to_toml
 
 HEAD = """# Configuration reference
 
-Generated from `src/vfl/config.py` by `tools/gen_config_doc.py` (the docstrings there are the
+Generated from `src/vfl/config/` by `tools/gen_config_doc.py` (the docstrings there are the
 source). Every key can be overridden on the command line with `--set section.key=value`; values
 parse as TOML, and bare words are strings.
 """

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vfl.config import RunConfig, load_config
-from vfl.configio import from_mapping, merge, parse_overrides, read_toml
+from vfl.config.io import from_mapping, merge, parse_overrides, read_toml
 from vfl.deploy.cli import register as register_deploy
 from vfl.errors import ConfigError, VflError
 from vfl.experiments.cli import register as register_experiments
@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from vfl import runner  # deferred: importing torch takes seconds
+    from vfl.run import runner  # deferred: importing torch takes seconds
 
     overrides = list(args.overrides) + (["output.progress=false"] if args.quiet else [])
     if args.resume is not None:

@@ -15,7 +15,7 @@ from vfl.transport.chunks import Assembled, split_frame
 from vfl.transport.grpc_party import PartyLink
 from vfl.transport.proto.vfl_pb2 import Chunk
 from vfl.wire import Ack, EmbedReply, EmbedRequest, EvalRequest, decode, encode
-from vfl.wire.codec import DEFAULT_MAX_BYTES
+from vfl.wire.frames import DEFAULT_MAX_BYTES
 
 JUNK_REASONS = (
     "over the limit",  # a chunk announcing a frame larger than the server accepts

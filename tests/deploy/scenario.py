@@ -19,11 +19,11 @@ from vfl.deploy.alignment import Alignment
 from vfl.deploy.certs import PkiFiles, create_test_pki
 from vfl.deploy.config import load_party_config, load_run_config
 from vfl.deploy.data import encode_features, load_labels, load_party_tables
-from vfl.fit import fit
-from vfl.metrics import Task
-from vfl.results import RunDirectory
-from vfl.runner import build_simulation, target_of
-from vfl.simulation import Simulation, VerticalData
+from vfl.results.files import RunDirectory
+from vfl.results.metrics import Task
+from vfl.run.fit import fit
+from vfl.run.runner import build_simulation, target_of
+from vfl.run.simulation import Simulation, VerticalData
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
 
 GROUPS = (("income", "debt"), ("region", "age"), ("tenure", "calls"))

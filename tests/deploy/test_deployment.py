@@ -26,7 +26,7 @@ from tests.deploy.scenario import (
 from vfl.deploy.config import load_party_config, load_run_config
 from vfl.deploy.data import load_labels, load_party_tables
 from vfl.deploy.psi import hash_to_group
-from vfl.results import RunDirectory
+from vfl.results.files import RunDirectory
 from vfl.transport.ledger import Ledger
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
 

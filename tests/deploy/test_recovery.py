@@ -25,7 +25,7 @@ from tests.deploy.scenario import (
     wait_for,
     wait_for_epoch,
 )
-from vfl.results import RunDirectory
+from vfl.results.files import RunDirectory
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,7 @@ from vfl.experiments.aggregate import (
     setting_row,
     target_cost,
 )
-from vfl.summary import Target
+from vfl.results.summary import Target
 
 ACCURACY = "test_accuracy"
 

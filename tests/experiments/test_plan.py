@@ -8,7 +8,7 @@ from pathlib import Path
 import tomli_w
 
 from vfl.config import load_config
-from vfl.configio import to_toml
+from vfl.config.io import to_toml
 from vfl.experiments.plan import run_state
 
 

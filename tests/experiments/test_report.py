@@ -16,7 +16,7 @@ from vfl.experiments.aggregate import Curve, SettingRow, Stat, TargetCost
 from vfl.experiments.plots import plot_curves
 from vfl.experiments.report import redraw, write_sweep_report
 from vfl.experiments.tables import markdown_table
-from vfl.summary import Target
+from vfl.results.summary import Target
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -17,7 +17,7 @@ import pytest
 
 from vfl.config import load_config
 from vfl.data.registry import list_datasets, load_dataset
-from vfl.runner import run
+from vfl.run.runner import run
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 MNIST_TRAIN_COUNTS = [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949]

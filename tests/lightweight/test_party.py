@@ -11,11 +11,11 @@ import torch
 from tests.conftest import make_vertical_data
 from vfl.config import RunConfig, load_config
 from vfl.errors import ConfigError
-from vfl.fit import fit
 from vfl.prune import unit_widths
-from vfl.results import RunDirectory
-from vfl.runner import build_simulation
-from vfl.simulation import Simulation, VerticalData
+from vfl.results.files import RunDirectory
+from vfl.run.fit import fit
+from vfl.run.runner import build_simulation
+from vfl.run.simulation import Simulation, VerticalData
 from vfl.wire import SPLIT_TRAIN, EmbedRequest
 
 BASE = [

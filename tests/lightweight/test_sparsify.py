@@ -10,10 +10,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vfl.codecs import CompressorCodec
+from vfl.compress.links import CompressorCodec
 from vfl.compress.scalar import ScalarQuantizer
+from vfl.compress.sparsify import BITMAP, DENSE, INDICES, SparsifyingCodec, kept_entries
 from vfl.errors import ConfigError, WireError
-from vfl.sparsify import BITMAP, DENSE, INDICES, SparsifyingCodec, kept_entries
 
 
 def codec(ratio: float, inner: CompressorCodec | None = None) -> SparsifyingCodec:

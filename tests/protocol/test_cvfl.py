@@ -8,8 +8,8 @@ from torch import nn
 
 from tests.conftest import make_vertical_data
 from vfl.config import RunConfig, load_config
-from vfl.runner import build_simulation
-from vfl.simulation import Simulation, VerticalData
+from vfl.run.runner import build_simulation
+from vfl.run.simulation import Simulation, VerticalData
 from vfl.wire import CompressedEmbedReply, EmbedRequest, ViewBroadcast, encode
 
 BASE = [
@@ -163,7 +163,7 @@ def test_gradient_compression_is_private_labels_only() -> None:
 def test_the_python_api_runs_c_vfl_with_user_modules() -> None:
     # Prepare: the user's own modules plus protocol options from a config
     from tests.conftest import make_models
-    from vfl.simulation import simulate
+    from vfl.run.simulation import simulate
 
     vertical = data()
     bottoms, head = make_models(vertical)

@@ -7,7 +7,7 @@ import torch
 
 from tests.protocol.test_cvfl import BASE, data, max_gap, parameters, train
 from vfl.config import load_config
-from vfl.runner import build_simulation
+from vfl.run.runner import build_simulation
 from vfl.transport import Handler
 from vfl.transport.colocated import ColocatedTransport
 from vfl.wire import (

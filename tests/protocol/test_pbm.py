@@ -13,9 +13,9 @@ from tests.secagg.stats import assert_masked
 from vfl.config import load_config
 from vfl.errors import ConfigError
 from vfl.privacy.pbm import PoissonBinomialMechanism
-from vfl.runner import build_simulation
+from vfl.run.runner import build_simulation
+from vfl.run.simulation import Simulation
 from vfl.secagg import decode_masked
-from vfl.simulation import Simulation
 from vfl.transport.inproc import InProcTransport
 from vfl.wire import MaskedCounts, Message, PackedCounts, decode
 

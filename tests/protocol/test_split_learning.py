@@ -7,9 +7,9 @@ import torch
 
 from tests.conftest import make_models, make_vertical_data
 from vfl.errors import DataError, ProtocolError
-from vfl.fit import fit
-from vfl.results import RunDirectory
-from vfl.simulation import VerticalData, simulate
+from vfl.results.files import RunDirectory
+from vfl.run.fit import fit
+from vfl.run.simulation import VerticalData, simulate
 from vfl.transport import Handler
 from vfl.wire import (
     Ack,
@@ -185,7 +185,7 @@ def test_a_diverging_run_stops_with_a_clear_error() -> None:
     from tests.conftest import make_vertical_data
     from vfl.config import load_config
     from vfl.errors import TrainingDiverged, WireError
-    from vfl.runner import build_simulation
+    from vfl.run.runner import build_simulation
 
     data = make_vertical_data(num_train=64, num_test=16, widths=(3, 4), num_classes=2)
     settings = load_config(None, ["train.optimizer.name=sgd", "train.optimizer.lr=1e30"])
@@ -202,7 +202,7 @@ def test_a_server_model_gone_nan_stops_training_with_training_diverged() -> None
     from tests.conftest import make_vertical_data
     from vfl.config import load_config
     from vfl.errors import TrainingDiverged
-    from vfl.runner import build_simulation
+    from vfl.run.runner import build_simulation
 
     data = make_vertical_data(num_train=64, num_test=16, widths=(3, 4), num_classes=2)
     simulation = build_simulation(load_config(None, []), data)

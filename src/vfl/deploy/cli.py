@@ -68,7 +68,7 @@ def _overrides(parser: argparse.ArgumentParser) -> None:
 def _server(args: argparse.Namespace) -> int:
     from vfl.deploy.config import load_run_config
     from vfl.deploy.server import run_server
-    from vfl.runner import default_run_dir
+    from vfl.run.runner import default_run_dir
 
     _log_to_stderr()
     config, deployment = load_run_config(args.config, args.overrides)

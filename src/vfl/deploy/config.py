@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from vfl.config import DataConfig, RunConfig
-from vfl.configio import check, from_mapping, merge, parse_overrides, read_toml
+from vfl.config.io import check, from_mapping, merge, parse_overrides, read_toml
 from vfl.errors import ConfigError
 from vfl.transport.retry import RetryPolicy
 from vfl.transport.security import PartyCredential

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from vfl.deploy.config import load_run_config
 from vfl.errors import ConfigError, ProtocolError
-from vfl.runner import default_run_dir
+from vfl.run.runner import default_run_dir
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """``vfl party``: one organisation's process. It aligns, builds its role, trains, checkpoints.
 
 The process dials the server and then only answers: PSI steps with its own IDs, a setup request
-(the run config as TOML) from which it builds its ``Party`` with ``vfl.runner.party_from_config``
+(the run config as TOML) from which it builds its ``Party`` with the composition root (``vfl.run``)
 exactly as the simulator does, the protocol's training messages, and checkpoint requests after
 every epoch. Its data never leaves the process; its IDs leave only blinded.
 """
@@ -21,9 +21,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from vfl.assemble import party_from_config
 from vfl.config import RunConfig
-from vfl.configio import from_mapping
+from vfl.config.io import from_mapping
 from vfl.deploy.alignment import Alignment
 from vfl.deploy.config import PartyConfig
 from vfl.deploy.data import SPLITS, HolderSplit, encode_features, id_bytes, load_party_tables
@@ -40,16 +39,17 @@ from vfl.deploy.messages import (
 from vfl.deploy.psi import PsiHolder
 from vfl.deploy.state import PartyState
 from vfl.errors import ProtocolError, WireError
-from vfl.metrics import Task
-from vfl.party import Party
+from vfl.results.metrics import Task
+from vfl.roles.party import Party
+from vfl.run.assemble import party_from_config
+from vfl.run.simulation import embedding_width
 from vfl.seeding import derive_seed
-from vfl.simulation import embedding_width
 from vfl.transport.base import PartyEndpoint
 from vfl.transport.grpc_party import FrameHandler, PartyLink
 from vfl.transport.link import is_control
 from vfl.transport.security import PartyTls
 from vfl.wire import Ack, Message, Shutdown, decode
-from vfl.wire.codec import peek_kind
+from vfl.wire.frames import peek_kind
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """``vfl server``: the label holder's process. It aligns, sets the parties up and trains.
 
 The server builds its ``Server``, the protocol loop and the run directory exactly as the
-simulator does (``vfl.runner.server_from_config``, ``trainer_from_config``, ``vfl.fit.fit``),
+simulator does (the composition root ``vfl.run`` and its ``fit``),
 with the gRPC transport in place of the in-process one. ``DeployedSimulation`` carries the
 per-epoch checkpoints to the parties: each saves its own role, named by the round counter.
 
@@ -24,21 +24,21 @@ from typing import Any
 
 import torch
 
-from vfl.assemble import server_from_config, trainer_from_config
 from vfl.config import RunConfig
-from vfl.configio import to_toml
+from vfl.config.io import to_toml
 from vfl.deploy.alignment import Alignment, align
 from vfl.deploy.config import DeploymentConfig, ServerTlsConfig, party_view
 from vfl.deploy.control import ask
 from vfl.deploy.data import LabelTables, load_labels
 from vfl.deploy.messages import CheckpointRequest, ControlAck, SetupReply, SetupRequest
 from vfl.errors import ConfigError, DataError, ProtocolError
-from vfl.metrics import Task
 from vfl.protocol.loop import ServerLoop
-from vfl.results import CHECKPOINT, CONFIG, METRICS, RunDirectory
-from vfl.runner import finish_summary, fit_as_configured
+from vfl.results.files import CHECKPOINT, CONFIG, METRICS, RunDirectory
+from vfl.results.metrics import Task
+from vfl.run.assemble import server_from_config, trainer_from_config
+from vfl.run.runner import finish_summary, fit_as_configured
+from vfl.run.simulation import Simulation
 from vfl.seeding import derive_seed
-from vfl.simulation import Simulation
 from vfl.transport.grpc_transport import GrpcTransport
 from vfl.transport.link import PartyUnavailableError, PartyUnresponsiveError
 from vfl.transport.security import ServerTls

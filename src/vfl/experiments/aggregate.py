@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vfl.experiments.files import SUMMARY, Manifest, read_metrics
-from vfl.summary import LOWER_IS_BETTER, Target, first_reaching
+from vfl.results.summary import LOWER_IS_BETTER, Target, first_reaching
 
 MB = 2**20
 """Bytes per MB in every table and plot (the C-VFL code's convention)."""

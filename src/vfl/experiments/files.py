@@ -4,7 +4,7 @@ Layout of a sweep folder::
 
     SWEEP_DIR/
       sweep.json              the expanded plan: settings, their overrides and run folders
-      <setting>__seed<S>/     one run directory per (setting, seed), see ``vfl.results``
+      <setting>__seed<S>/     one run directory per (setting, seed), see ``vfl.results.files``
       results.csv             one row per finished run
       table.md, table.csv     one row per setting: mean ± std over seeds
       <metric>_vs_epoch.png, <metric>_vs_mb.png
@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from vfl.errors import ConfigError
-from vfl.results import CHECKPOINT as CHECKPOINT
-from vfl.results import CONFIG as CONFIG
-from vfl.results import METRICS as METRICS
-from vfl.results import SUMMARY as SUMMARY
+from vfl.results.files import CHECKPOINT as CHECKPOINT
+from vfl.results.files import CONFIG as CONFIG
+from vfl.results.files import METRICS as METRICS
+from vfl.results.files import SUMMARY as SUMMARY
 
 ERROR = "error.txt"
 MANIFEST = "sweep.json"

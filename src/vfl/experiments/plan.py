@@ -17,7 +17,7 @@ from typing import Any, Literal
 import tomli_w
 
 from vfl.config import RunConfig, load_config
-from vfl.configio import from_mapping, read_toml, to_toml
+from vfl.config.io import from_mapping, read_toml, to_toml
 from vfl.errors import ConfigError
 from vfl.experiments.files import CHECKPOINT, CONFIG, METRICS, SUMMARY, read_metrics
 from vfl.experiments.spec import SEED_KEY, Overrides, SweepSpec

@@ -19,7 +19,7 @@ from vfl.experiments.aggregate import (
 from vfl.experiments.files import MANIFEST, METRICS, read_manifest, read_metrics
 from vfl.experiments.plots import plot_curves
 from vfl.experiments.tables import markdown_table, setting_records, write_csv
-from vfl.summary import Target
+from vfl.results.summary import Target
 
 RESULTS = "results.csv"
 

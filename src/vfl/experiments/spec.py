@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vfl.config import TARGET_METRICS, TargetConfig
-from vfl.configio import check, from_mapping, read_toml
+from vfl.config.io import check, from_mapping, read_toml
 from vfl.errors import ConfigError
 
 REPORT_METRICS = (*(m for m in TARGET_METRICS if m), "train_loss")
@@ -64,7 +64,7 @@ class ReportConfig:
 
 @dataclass(frozen=True)
 class _SweepFile:
-    """The scalar part of a sweep file, typed by ``vfl.configio.from_mapping``."""
+    """The scalar part of a sweep file, typed by ``vfl.config.io.from_mapping``."""
 
     base: str = ""
     name: str = ""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from vfl.experiments.aggregate import SettingRow, Stat
-from vfl.summary import Target
+from vfl.results.summary import Target
 
 DASH = "–"
 

@@ -9,9 +9,9 @@ from torch import nn
 
 from vfl.config import BottomConfig, HeadConfig
 from vfl.errors import ConfigError
-from vfl.metrics import Task
 from vfl.models.bottom import MLP, SmallCNN
 from vfl.models.head import ConcatHead, SumHead
+from vfl.results.metrics import Task
 
 
 def build_bottom(config: BottomConfig, block_shape: Sequence[int]) -> nn.Module:

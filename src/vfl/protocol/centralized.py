@@ -7,10 +7,10 @@ from typing import Any
 
 import torch
 
-from vfl.metrics import Task, evaluate_logits
 from vfl.models.head import CombinedModel
 from vfl.protocol.base import RoundCallback
 from vfl.protocol.sampler import BatchSampler, chunks
+from vfl.results.metrics import Task, evaluate_logits
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
 
 

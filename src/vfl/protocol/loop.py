@@ -9,15 +9,14 @@ from typing import Any, TypeVar
 
 import torch
 
-from vfl.checks import all_finite
+from vfl.compress.pipeline import MessageSeeds, TensorCodec
 from vfl.errors import DIVERGED_HINT, TrainingDiverged, WireError
-from vfl.local import LocalSteps
-from vfl.metrics import evaluate_logits
-from vfl.optim import LearningRateSchedule
-from vfl.pipeline import MessageSeeds, TensorCodec
+from vfl.models.optim import LearningRateSchedule
 from vfl.protocol.base import RoundCallback
 from vfl.protocol.sampler import BatchSampler, chunks
-from vfl.server import Server
+from vfl.results.metrics import evaluate_logits
+from vfl.roles.local import LocalSteps
+from vfl.roles.server import Server
 from vfl.transport.base import Transport
 from vfl.transport.ledger import Ledger, Phase
 from vfl.wire import (
@@ -27,6 +26,7 @@ from vfl.wire import (
     Message,
     Shutdown,
 )
+from vfl.wire.checks import all_finite
 
 R = TypeVar("R", bound=Message)
 

@@ -14,14 +14,14 @@ from typing import Any
 
 import torch
 
-from vfl.metrics import evaluate_logits
 from vfl.privacy import PbmEvent, RdpAccountant
+from vfl.privacy.secure_sum import ServerSecureSum
 from vfl.protocol.base import RoundCallback
 from vfl.protocol.loop import LoopOptions
 from vfl.protocol.sampler import BatchSampler, chunks
 from vfl.protocol.split import SplitLearning
-from vfl.secure_sum import ServerSecureSum
-from vfl.server import Server
+from vfl.results.metrics import evaluate_logits
+from vfl.roles.server import Server
 from vfl.transport.base import Transport
 from vfl.wire import (
     Ack,

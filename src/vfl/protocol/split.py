@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from vfl.pipeline import REFRESH
+from vfl.compress.pipeline import REFRESH
 from vfl.protocol.loop import ServerLoop
 from vfl.wire import (
     Ack,

@@ -5,9 +5,9 @@ for every round, sample and coordinate, and arithmetic mod ``2^k``: the server l
 sum. ``docs/secagg.md`` describes the stages, the threat model and the byte layouts.
 """
 
-from vfl.secagg.codec import decode_masked, encode_masked, masked_size
 from vfl.secagg.keys import KeyPair, derive_pair_seed, public_key_from_bytes, public_key_to_bytes
 from vfl.secagg.masks import apply_masks, pair_mask, required_bits
+from vfl.secagg.packing import decode_masked, encode_masked, masked_size
 from vfl.secagg.protocol import (
     PartyState,
     SecAggParams,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from vfl.errors import ProtocolError, WireError
 from vfl.transport.ledger import Ledger, Phase
 from vfl.wire import SERVER_ID, Frame, Message, decode, encode
-from vfl.wire.codec import DEFAULT_MAX_BYTES
+from vfl.wire.frames import DEFAULT_MAX_BYTES
 
 Handler = Callable[[Message], Message]
 

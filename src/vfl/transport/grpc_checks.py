@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import torch
 
-from vfl.checks import all_finite
 from vfl.errors import WireError
 from vfl.wire import (
     Ack,
@@ -33,6 +32,7 @@ from vfl.wire import (
     Shutdown,
     ViewBroadcast,
 )
+from vfl.wire.checks import all_finite
 from vfl.wire.messages import (
     MaskedCounts,
     PackedCounts,

@@ -42,7 +42,7 @@ from vfl.transport.security import (
     RefusedError,
 )
 from vfl.wire import Shutdown, encode
-from vfl.wire.codec import DEFAULT_MAX_BYTES, HEADER, peek_kind
+from vfl.wire.frames import DEFAULT_MAX_BYTES, HEADER, peek_kind
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from vfl.transport.pending import Pending, PendingTable
 from vfl.transport.retry import RetryPolicy
 from vfl.transport.security import Authenticator, PartyCredential, ServerTls
 from vfl.wire import SERVER_ID, Message, encode, kind_name
-from vfl.wire.codec import DEFAULT_MAX_BYTES
+from vfl.wire.frames import DEFAULT_MAX_BYTES
 
 log = logging.getLogger(__name__)
 

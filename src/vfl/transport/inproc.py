@@ -13,7 +13,7 @@ from vfl.errors import ProtocolError
 from vfl.transport.base import Exchange, PartyEndpoint, Transport, check_reply
 from vfl.transport.ledger import Direction, Ledger, Phase
 from vfl.wire import SERVER_ID, Message, decode, encode, kind_name
-from vfl.wire.codec import DEFAULT_MAX_BYTES, peek_kind
+from vfl.wire.frames import DEFAULT_MAX_BYTES, peek_kind
 
 
 class InProcTransport(Transport):

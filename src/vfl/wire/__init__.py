@@ -1,6 +1,6 @@
 """The single wire codec: typed messages to bytes and back (no pickle)."""
 
-from vfl.wire.codec import HEADER_SIZE, Frame, decode, encode
+from vfl.wire.frames import HEADER_SIZE, Frame, decode, encode
 from vfl.wire.messages import (
     SPLIT_TEST,
     SPLIT_TRAIN,

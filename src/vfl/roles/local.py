@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from vfl.metrics import Task
+from vfl.results.metrics import Task
 
 
 @dataclass(frozen=True)

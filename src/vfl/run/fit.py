@@ -12,9 +12,9 @@ from tqdm import tqdm
 
 from vfl.errors import ConfigError
 from vfl.protocol.base import Trainer
-from vfl.results import LEDGER, SUMMARY, RunDirectory
-from vfl.simulation import Simulation
-from vfl.summary import Target, summarize
+from vfl.results.files import LEDGER, SUMMARY, RunDirectory
+from vfl.results.summary import Target, summarize
+from vfl.run.simulation import Simulation
 from vfl.wire import SPLIT_TEST
 
 

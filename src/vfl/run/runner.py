@@ -11,29 +11,29 @@ from typing import Any
 import numpy as np
 import torch
 
-from vfl.assemble import (
+from vfl.config import RunConfig
+from vfl.config.io import to_toml
+from vfl.data.dataset import Dataset, Split
+from vfl.data.partition import Partition, make_partition
+from vfl.data.registry import load_dataset
+from vfl.data.table import load_table
+from vfl.errors import ConfigError
+from vfl.models.optim import optimizer_factory
+from vfl.prune.lightweight import RoundCompute, summarize_compute, write_compute_csv
+from vfl.results.files import COMPUTE, CONFIG, METRICS, PARTITION, SUMMARY, RunDirectory
+from vfl.results.summary import Target
+from vfl.roles.party import Party
+from vfl.run.assemble import (
     bottom_model,
     head_model,
     party_from_config,
     server_from_config,
     trainer_from_config,
 )
-from vfl.config import RunConfig
-from vfl.configio import to_toml
-from vfl.costs import paper_accounting, time_to_reach
-from vfl.data.dataset import Dataset, Split
-from vfl.data.partition import Partition, make_partition
-from vfl.data.registry import load_dataset
-from vfl.data.table import load_table
-from vfl.errors import ConfigError
-from vfl.fit import fit
-from vfl.lightweight import RoundCompute, summarize_compute, write_compute_csv
-from vfl.optim import optimizer_factory
-from vfl.party import Party
-from vfl.results import COMPUTE, CONFIG, METRICS, PARTITION, SUMMARY, RunDirectory
+from vfl.run.costs import paper_accounting, time_to_reach
+from vfl.run.fit import fit
+from vfl.run.simulation import Simulation, VerticalData, embedding_width, simulate, vertical_data
 from vfl.seeding import derive_seed
-from vfl.simulation import Simulation, VerticalData, embedding_width, simulate, vertical_data
-from vfl.summary import Target
 from vfl.transport.base import PartyEndpoint, Transport
 from vfl.transport.colocated import ColocatedTransport
 from vfl.transport.inproc import InProcTransport

@@ -13,32 +13,32 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import nn
 
-from vfl.codecs import CompressorCodec
 from vfl.compress.base import Compressor
 from vfl.compress.identity import Identity
 from vfl.compress.lattice import LatticeQuantizer
+from vfl.compress.links import CompressorCodec
+from vfl.compress.pipeline import MessageSeeds, TensorCodec
 from vfl.compress.scalar import ScalarQuantizer
 from vfl.compress.schedule import DiminishingBits, StepBits
+from vfl.compress.sparsify import SparsifyingCodec
 from vfl.compress.topk import TopK
 from vfl.config import CompressorConfig, RunConfig
 from vfl.errors import ConfigError
-from vfl.lightweight import Lightweighting
-from vfl.local import LocalSteps
-from vfl.metrics import Task
 from vfl.models.build import build_bottom, build_head
-from vfl.optim import LearningRateSchedule, optimizer_factory
-from vfl.party import Party, PartyOptions, SharedLabels
-from vfl.pipeline import MessageSeeds, TensorCodec
+from vfl.models.optim import LearningRateSchedule, optimizer_factory
 from vfl.privacy.pbm import PoissonBinomialMechanism
+from vfl.privacy.secure_sum import PartySecureSum, ServerSecureSum, mechanism_generator
 from vfl.protocol.loop import Links, LoopOptions, ServerLoop
 from vfl.protocol.private_sum import PrivateSumTraining
 from vfl.protocol.sampler import BatchSampler
 from vfl.protocol.shared import SharedLabelsTraining
 from vfl.protocol.split import SequentialSplitLearning, SplitLearning
-from vfl.secure_sum import PartySecureSum, ServerSecureSum, mechanism_generator
+from vfl.prune.lightweight import Lightweighting
+from vfl.results.metrics import Task
+from vfl.roles.local import LocalSteps
+from vfl.roles.party import Party, PartyOptions, SharedLabels
+from vfl.roles.server import Server
 from vfl.seeding import derive_seed, torch_seed
-from vfl.server import Server
-from vfl.sparsify import SparsifyingCodec
 from vfl.transport.base import Transport
 from vfl.wire import SPLIT_TRAIN
 

@@ -15,15 +15,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from vfl.checks import all_finite, id_bounds
+from vfl.compress.pipeline import REFRESH, MessageSeeds, TensorCodec
 from vfl.data.dataset import check_finite
 from vfl.errors import DataError, ProtocolError, WireError
-from vfl.lightweight import Lightweighting
-from vfl.local import LocalSteps, gradient_steps, view_steps
-from vfl.metrics import Task
-from vfl.optim import LearningRateSchedule
-from vfl.pipeline import REFRESH, MessageSeeds, TensorCodec
-from vfl.secure_sum import PartySecureSum
+from vfl.models.optim import LearningRateSchedule
+from vfl.privacy.secure_sum import PartySecureSum
+from vfl.prune.lightweight import Lightweighting
+from vfl.results.metrics import Task
+from vfl.roles.local import LocalSteps, gradient_steps, view_steps
 from vfl.wire import (
     SPLIT_TEST,
     SPLIT_TRAIN,
@@ -41,6 +40,7 @@ from vfl.wire import (
     Shutdown,
     ViewBroadcast,
 )
+from vfl.wire.checks import all_finite, id_bounds
 
 
 @dataclass

@@ -2,15 +2,15 @@
 
 LVFL (spec ``fedbcd-lvfl.md`` sections 2 and 3): at the start of round ``t`` party ``k`` prunes its
 bottom model to ``α_k^t`` when that exceeds every earlier ratio (``vfl.prune``), and zeroes the
-fraction ``β_k^t`` of its upload (``vfl.sparsify``, applied by the party's uplink codec). Every
-round it records what its model cost: parameters, forward FLOPs per sample, training FLOPs and
-measured compute seconds.
+fraction ``β_k^t`` of its upload (``vfl.compress.sparsify``, applied by the party's uplink codec).
+Every round it records what its model cost: parameters, forward FLOPs per sample, training FLOPs
+and measured compute seconds.
 
 Training FLOPs of a round are ``(forwards + 2·backwards)·B·f`` on ``B`` samples, ``f`` forward
 FLOPs per sample (a multiply-add counts 2), a backward costing about two forwards (gradients of
-weights and of inputs). With labels private to the server, Q local steps take Q forwards (the
-first is the upload's) and Q backwards: ``3·Q·B·f``. With shared labels every local step
-recomputes the party's own embedding: Q + 1 forwards and Q backwards.
+weights and of inputs). With labels private to the server, Q local steps take Q forwards (the first
+is the upload's) and Q backwards: ``3·Q·B·f``. With shared labels every local step recomputes the
+party's own embedding: Q + 1 forwards and Q backwards.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from vfl.configio import check, from_mapping, merge, parse_overrides, read_toml
+from vfl.config.io import check, from_mapping, merge, parse_overrides, read_toml
 
 PartitionScheme = Literal["halves", "quadrants", "strips", "columns", "contiguous", "random"]
 Activation = Literal["relu", "tanh", "sigmoid", "gelu"]

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from vfl.accounting import (
+from vfl.config import RunConfig
+from vfl.protocol.loop import ServerLoop
+from vfl.results.cvfl_costs import (
     literal_bits_per_round,
     nominal_bits,
     private_labels_bits_per_round,
     reproduction_bits_per_round,
     time_to_target,
 )
-from vfl.config import RunConfig
-from vfl.protocol.loop import ServerLoop
-from vfl.simulation import Simulation
+from vfl.run.simulation import Simulation
 
 
 def paper_accounting(

@@ -9,11 +9,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from vfl.checks import all_finite
 from vfl.errors import DIVERGED_HINT, DataError, TrainingDiverged, WireError
-from vfl.local import LocalSteps, descend, snapshot
-from vfl.metrics import Task
+from vfl.results.metrics import Task
+from vfl.roles.local import LocalSteps, descend, snapshot
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
+from vfl.wire.checks import all_finite
 
 
 class Server:

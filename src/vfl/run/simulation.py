@@ -18,20 +18,20 @@ from typing import Any
 import torch
 from torch import nn
 
-from vfl.assemble import party_options, protocol_loop
 from vfl.config import RunConfig
 from vfl.data.dataset import Dataset, check_finite
 from vfl.data.partition import Partition
 from vfl.errors import ConfigError, DataError
-from vfl.lightweight import RoundCompute
-from vfl.metrics import Task
 from vfl.models.head import CombinedModel
-from vfl.optim import OptimizerFactory
-from vfl.party import Party
+from vfl.models.optim import OptimizerFactory
 from vfl.protocol.base import Trainer
 from vfl.protocol.centralized import CentralizedTraining
 from vfl.protocol.sampler import BatchSampler
-from vfl.server import Server
+from vfl.prune.lightweight import RoundCompute
+from vfl.results.metrics import Task
+from vfl.roles.party import Party
+from vfl.roles.server import Server
+from vfl.run.assemble import party_options, protocol_loop
 from vfl.transport.base import PartyEndpoint
 from vfl.transport.inproc import InProcTransport
 

@@ -24,8 +24,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from vfl.compress.pipeline import TensorCodec
 from vfl.errors import ConfigError, WireError
-from vfl.pipeline import TensorCodec
 from vfl.wire.bitpack import pack_bits, packed_size, unpack_bits
 
 _HEADER = struct.Struct("<IB")

@@ -1,0 +1,1 @@
+"""The roles: a party (features, bottom model, local steps) and the server (labels, head, loss)."""
