@@ -29,8 +29,9 @@ import torch
 from vfl.compress import Compressor, make_compressor
 from vfl.config import load_config
 from vfl.protocol.loop import ServerLoop
-from vfl.run.runner import build_simulation, prepare
-from vfl.run.simulation import Simulation
+from vfl.run.compose import build_session
+from vfl.run.data import prepare
+from vfl.run.session import Session
 from vfl.seeding import derive_seed
 from vfl.wire import SPLIT_TRAIN
 
@@ -52,7 +53,7 @@ class _Enough(Exception):
     """Stops the epoch once enough rounds are timed."""
 
 
-def round_times(simulation: Simulation, rounds: int) -> list[float]:
+def round_times(simulation: Session, rounds: int) -> list[float]:
     """Seconds of ``rounds`` training rounds (after 5 warm-up rounds), through ``train_epoch``."""
     times: list[float] = []
     last = time.perf_counter()
@@ -70,7 +71,7 @@ def round_times(simulation: Simulation, rounds: int) -> list[float]:
     return times[5:]
 
 
-def round_tensors(simulation: Simulation) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
+def round_tensors(simulation: Session) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
     """The party embeddings of one batch, the head's flat parameters, and top-k scores."""
     trainer = simulation.trainer
     assert isinstance(trainer, ServerLoop), "the benchmark needs the VFL protocol"
@@ -145,7 +146,7 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args()
     config = load_config(args.config, args.overrides)
-    simulation = build_simulation(config, prepare(config)[2])
+    simulation = build_session(config, prepare(config)[2])
     train = round_times(simulation, args.rounds)
     embeddings, flat, scores = round_tensors(simulation)
     simulation.trainer.close()

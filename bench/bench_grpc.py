@@ -2,7 +2,7 @@
 
 The MNIST example by default (4 quadrant parties). The server-side loop runs in this process;
 over gRPC each party is a separate OS process (``multiprocessing`` spawn) that builds its role
-with ``vfl.run.assemble.party_from_config`` and dials the server with mutual TLS and a token, as a
+with ``vfl.run.compose.build_party`` and dials the server with mutual TLS and a token, as a
 deployed party does. Both runs use the same config, data and batch order; epochs alternate
 between the two transports so that machine drift hits both alike. Reported per transport: the
 median over ``--repeats`` epochs (after one warm-up epoch) of the training time (evaluation
@@ -35,14 +35,10 @@ import torch
 
 from vfl.config import RunConfig, load_config
 from vfl.deploy.certs import PkiFiles, create_test_pki
-from vfl.run.assemble import (
-    bottom_model,
-    party_from_config,
-    server_from_config,
-    trainer_from_config,
-)
-from vfl.run.runner import build_simulation, prepare
-from vfl.run.simulation import Simulation, embedding_width
+from vfl.run.compose import Blueprint, build_loop, build_party, build_server, build_session
+from vfl.run.data import prepare
+from vfl.run.models import ConfigModels, embedding_width
+from vfl.run.session import Session
 from vfl.transport import PartyEndpoint
 from vfl.transport.grpc_party import PartyLink
 from vfl.transport.grpc_transport import GrpcTransport
@@ -61,8 +57,12 @@ def serve_party(
     logging.basicConfig(level=logging.WARNING, format=f"party {party}: %(levelname)s %(message)s")
     config = load_config(Path(config_path), overrides)
     _, _, data = prepare(config)
-    role = party_from_config(
-        config, party, data.train_blocks[party - 1], data.test_blocks[party - 1]
+    role = build_party(
+        Blueprint.from_config(config),
+        party,
+        data.train_blocks[party - 1],
+        data.test_blocks[party - 1],
+        task=data.task,
     )
     pki = Path(pki_dir)
     tls = PartyTls(
@@ -84,7 +84,7 @@ def serve_party(
 
 def grpc_run(
     config: RunConfig, args: argparse.Namespace, pki: PkiFiles
-) -> tuple[Simulation, GrpcTransport, list[Any]]:
+) -> tuple[Session, GrpcTransport, list[Any]]:
     """The server loop over gRPC, with every party in its own process."""
     _, _, data = prepare(config)
     parties = list(range(1, data.num_parties + 1))
@@ -109,18 +109,20 @@ def grpc_run(
     for process in processes:
         process.start()
     wait_for_parties(transport, processes, timeout_s=600)
+    models = ConfigModels(config)
     widths = {
-        p: embedding_width(bottom_model(config, p, tuple(block.shape[1:])), block)
+        p: embedding_width(models.bottom(p, block), block)
         for p, block in zip(parties, data.train_blocks, strict=True)
     }
-    server = server_from_config(
-        config,
+    blueprint = Blueprint(config, models)
+    server = build_server(
+        blueprint,
         task=data.task,
         train_labels=data.train_labels,
         test_labels=data.test_labels,
-        embedding_dims=widths,
+        widths=widths,
     )
-    return Simulation(trainer_from_config(config, server, transport)), transport, processes
+    return Session(build_loop(blueprint, server, transport)), transport, processes
 
 
 def wait_for_parties(transport: GrpcTransport, processes: list[Any], *, timeout_s: float) -> None:
@@ -136,7 +138,7 @@ def wait_for_parties(transport: GrpcTransport, processes: list[Any], *, timeout_
                 raise RuntimeError(f"party processes did not connect (exited: {dead})") from None
 
 
-def timed_epoch(simulation: Simulation, epoch: int) -> float:
+def timed_epoch(simulation: Session, epoch: int) -> float:
     started = time.perf_counter()
     simulation.trainer.train_epoch(epoch)
     return time.perf_counter() - started
@@ -167,7 +169,7 @@ def main() -> None:
     torch.set_num_threads(1)
     config = load_config(args.config, args.overrides)
     _, _, data = prepare(config)
-    inproc = build_simulation(config, data)
+    inproc = build_session(config, data)
     with tempfile.TemporaryDirectory() as directory:
         pki = create_test_pki(Path(directory), parties=list(range(1, data.num_parties + 1)))
         grpc, transport, processes = grpc_run(config, args, pki)
@@ -184,8 +186,8 @@ def main() -> None:
 
 
 def measure(
-    inproc: Simulation,
-    grpc: Simulation,
+    inproc: Session,
+    grpc: Session,
     transport: GrpcTransport,
     repeats: int,
     party_pids: list[int],
@@ -196,7 +198,7 @@ def measure(
     pids: dict[str, list[int]] = {"inproc": [], "grpc": party_pids}
     ledger_bytes: dict[str, list[int]] = {"inproc": [], "grpc": []}
     wire_bytes: list[int] = []
-    runs: dict[str, Simulation] = {"inproc": inproc, "grpc": grpc}
+    runs: dict[str, Session] = {"inproc": inproc, "grpc": grpc}
     for name, simulation in runs.items():  # warm-up: first-call costs, caches, connections
         print(f"warm-up epoch {name}: {timed_epoch(simulation, 0):.3f} s", flush=True)
     for epoch in range(1, repeats + 1):

@@ -25,7 +25,8 @@ import torch
 
 from vfl.config import load_config
 from vfl.privacy.secure_sum import PartySecureSum, ServerSecureSum
-from vfl.run.runner import build_simulation, prepare
+from vfl.run.compose import build_session
+from vfl.run.data import prepare
 
 ROOT = Path(__file__).resolve().parents[1]
 PRIVATE = [
@@ -67,7 +68,7 @@ def measure(parties: int, rounds: int) -> tuple[float, float]:
     """Seconds per round, and seconds per round inside the privacy pipeline."""
     config = load_config(ROOT / "examples/fashion_mnist.toml", [*PRIVATE, *SPLITS[parties]])
     _, _, data = prepare(config)
-    simulation = build_simulation(config, data)
+    simulation = build_session(config, data)
     trainer = simulation.trainer
     watch = Stopwatch()
     for party in simulation.parties:

@@ -30,10 +30,12 @@ from pathlib import Path
 import torch
 
 from vfl.config import load_config
+from vfl.data.vertical import VerticalData
 from vfl.protocol.split import SplitLearning
 from vfl.roles.party import Party
-from vfl.run.runner import build_simulation, prepare
-from vfl.run.simulation import Simulation, VerticalData
+from vfl.run.compose import build_session
+from vfl.run.data import prepare
+from vfl.run.session import Session
 from vfl.transport.base import Exchange, Transport
 from vfl.transport.inproc import InProcTransport
 from vfl.transport.ledger import Phase
@@ -57,7 +59,7 @@ class UncodedTransport(Transport):
         return Exchange({p: self._handlers[p](m) for p, m in messages.items()})
 
 
-def split_floor_epoch(simulation: Simulation) -> None:
+def split_floor_epoch(simulation: Session) -> None:
     """One epoch of separate-party training with direct calls instead of messages."""
     trainer = simulation.trainer
     assert isinstance(trainer, SplitLearning)
@@ -87,7 +89,7 @@ def time_variant(
     """Seconds for one training epoch of ``variant``."""
     mode = "centralized" if variant == "centralized" else "vfl"
     config = load_config(config_path, [*overrides, f"protocol.mode={mode}"])
-    simulation = build_simulation(config, data)
+    simulation = build_session(config, data)
     if variant == "vfl_no_codec":
         trainer = simulation.trainer
         assert isinstance(trainer, SplitLearning) and isinstance(trainer.transport, InProcTransport)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from vfl.data.vertical import VerticalData
 from vfl.models import MLP, ConcatHead
 from vfl.results.metrics import Task
-from vfl.run.simulation import VerticalData
 
 
 def make_vertical_data(

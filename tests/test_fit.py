@@ -12,12 +12,13 @@ from tests.test_cli import write_config, write_table
 from vfl.cli import main
 from vfl.data.dataset import Dataset, Split
 from vfl.errors import ConfigError
+from vfl.run.api import simulate
+from vfl.run.data import binarize
 from vfl.run.fit import fit
-from vfl.run.runner import binarize
-from vfl.run.simulation import Simulation, simulate
+from vfl.run.session import Session
 
 
-def small_simulation() -> Simulation:
+def small_simulation() -> Session:
     data = make_vertical_data(num_train=100, num_test=40)
     bottoms, head = make_models(data)
     return simulate(

@@ -91,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
         config = load_config(args.config, overrides)
         run_dir = args.run_dir or runner.default_run_dir(config, args.config.stem)
     print(f"run directory: {run_dir}", file=sys.stderr)
-    summary = runner.run(config, run_dir, resume=args.resume is not None)
+    summary = runner.train(config, run_dir, resume=args.resume is not None)
     print(json.dumps(summary, indent=2))
     final = ", ".join(f"{k} {v:.4f}" for k, v in summary["final"].items() if k.startswith("test_"))
     print(f"final: {final} (results in {run_dir})", file=sys.stderr)

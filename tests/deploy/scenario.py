@@ -15,15 +15,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from vfl.data.vertical import VerticalData
 from vfl.deploy.alignment import Alignment
 from vfl.deploy.certs import PkiFiles, create_test_pki
 from vfl.deploy.config import load_party_config, load_run_config
 from vfl.deploy.data import encode_features, load_labels, load_party_tables
 from vfl.results.files import RunDirectory
 from vfl.results.metrics import Task
+from vfl.run.compose import build_session
 from vfl.run.fit import fit
-from vfl.run.runner import build_simulation, target_of
-from vfl.run.simulation import Simulation, VerticalData
+from vfl.run.runner import target_of
+from vfl.run.session import Session
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
 
 GROUPS = (("income", "debt"), ("region", "age"), ("tenure", "calls"))
@@ -330,7 +332,7 @@ def server_alignment(scenario: Scenario) -> Alignment:
     return Alignment.load(scenario.run_dir / "alignment.pt")
 
 
-def simulate_aligned(scenario: Scenario, run_dir: Path) -> Simulation:
+def simulate_aligned(scenario: Scenario, run_dir: Path) -> Session:
     """The same run in one process: the simulator's builders, in-process transport."""
     config, _ = load_run_config(scenario.run_toml)
     labels = load_labels(config.data)
@@ -347,7 +349,7 @@ def simulate_aligned(scenario: Scenario, run_dir: Path) -> Simulation:
         aligned_labels[SPLIT_TEST],
         Task(len(labels.classes)),
     )
-    simulation = build_simulation(config, data)
+    simulation = build_session(config, data)
     fit(
         simulation,
         epochs=config.train.epochs,

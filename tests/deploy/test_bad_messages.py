@@ -62,7 +62,7 @@ def test_bad_messages_from_a_party_process_are_rejected_and_the_run_completes(
     # Assert: the junk changed nothing: same parameters and ledger as the simulator
     reference = simulate_aligned(scenario, tmp_path / "reference")
     checkpoint = torch.load(scenario.run_dir / "checkpoint.pt", weights_only=True)
-    head = checkpoint["simulation"]["trainer"]["server"]["head"]
+    head = checkpoint["session"]["trainer"]["server"]["head"]
     for name, value in reference.trainer.server.head.state_dict().items():  # type: ignore[attr-defined]
         torch.testing.assert_close(head[name], value, atol=1e-6, rtol=0)
     ledger = (tmp_path / "reference" / "ledger.csv").read_text()

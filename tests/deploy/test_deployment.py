@@ -46,14 +46,14 @@ def test_deployed_training_equals_the_in_process_simulation(
 ) -> None:
     # Prepare
     checkpoint = torch.load(deployed.run_dir / "checkpoint.pt", weights_only=True)
-    rounds = int(checkpoint["simulation"]["trainer"]["rounds"])
+    rounds = int(checkpoint["session"]["trainer"]["rounds"])
 
     # Execute
     simulation = simulate_aligned(deployed, tmp_path)
 
     # Assert: the same parameters, at the server and at every party
     head = simulation.trainer.server.head.state_dict()  # type: ignore[attr-defined]
-    deployed_head = checkpoint["simulation"]["trainer"]["server"]["head"]
+    deployed_head = checkpoint["session"]["trainer"]["server"]["head"]
     for name, value in head.items():
         torch.testing.assert_close(deployed_head[name], value, atol=1e-6, rtol=0)
     for party in simulation.parties:
@@ -123,7 +123,7 @@ def test_wire_bytes_are_the_ledger_plus_a_small_envelope_per_message(deployed: S
     wire = json.loads((deployed.run_dir / "wire.json").read_text())
     ledger = Ledger()
     checkpoint = torch.load(deployed.run_dir / "checkpoint.pt", weights_only=True)
-    ledger.load_state_dict(checkpoint["simulation"]["trainer"]["ledger"])
+    ledger.load_state_dict(checkpoint["session"]["trainer"]["ledger"])
 
     # Execute
     on_wire = sum(wire[d][c]["bytes"] for d in ("sent", "received") for c in ("train", "eval"))
@@ -177,7 +177,7 @@ def test_protocol_options_run_unchanged_over_grpc(variant: str, tmp_path: Path) 
         assert summary["target"]["reached"]["round"] == simulation.trainer.rounds  # type: ignore[attr-defined]
         assert summary["epochs"] < VARIANTS[variant]["epochs"]
     else:
-        deployed_head = checkpoint["simulation"]["trainer"]["server"]["head"]
+        deployed_head = checkpoint["session"]["trainer"]["server"]["head"]
         for name, value in simulation.trainer.server.head.state_dict().items():  # type: ignore[attr-defined]
             torch.testing.assert_close(deployed_head[name], value, atol=1e-6, rtol=0)
     ledger = (tmp_path / "reference" / "ledger.csv").read_text()

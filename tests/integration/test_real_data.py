@@ -17,7 +17,7 @@ import pytest
 
 from vfl.config import load_config
 from vfl.data.registry import list_datasets, load_dataset
-from vfl.run.runner import run
+from vfl.run.runner import train
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 MNIST_TRAIN_COUNTS = [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949]
@@ -65,7 +65,7 @@ def test_adult_three_party_example_learns(tmp_path: Path) -> None:
     config = load_config(
         EXAMPLES / "adult_3party.toml", ["train.epochs=1", "output.progress=false"]
     )
-    summary = run(config, tmp_path / "run")
+    summary = train(config, tmp_path / "run")
     assert summary["final"]["test_auc"] > 0.88
 
 
@@ -75,7 +75,7 @@ def test_mnist_quadrants_example_learns_on_a_subsample(tmp_path: Path) -> None:
         EXAMPLES / "mnist_quadrants.toml",
         ["train.epochs=1", "data.max_train_samples=10000", "output.progress=false"],
     )
-    summary = run(config, tmp_path / "run")
+    summary = train(config, tmp_path / "run")
     assert summary["final"]["test_accuracy"] > 0.88
 
 

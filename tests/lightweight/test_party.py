@@ -10,12 +10,13 @@ import torch
 
 from tests.conftest import make_vertical_data
 from vfl.config import RunConfig, load_config
+from vfl.data.vertical import VerticalData
 from vfl.errors import ConfigError
 from vfl.prune import unit_widths
 from vfl.results.files import RunDirectory
+from vfl.run.compose import build_session
 from vfl.run.fit import fit
-from vfl.run.runner import build_simulation
-from vfl.run.simulation import Simulation, VerticalData
+from vfl.run.session import Session
 from vfl.wire import SPLIT_TRAIN, EmbedRequest
 
 BASE = [
@@ -37,18 +38,18 @@ def data() -> VerticalData:
     return make_vertical_data(num_train=120, num_test=30, widths=(5, 7), num_classes=3)
 
 
-def train(simulation: Simulation, epochs: int = 1) -> None:
+def train(simulation: Session, epochs: int = 1) -> None:
     for epoch in range(epochs):
         simulation.trainer.train_epoch(epoch)
 
 
-def hidden_widths(simulation: Simulation) -> list[list[int]]:
+def hidden_widths(simulation: Session) -> list[list[int]]:
     return [list(unit_widths(p.model).values()) for p in simulation.parties]
 
 
 def test_parties_prune_at_the_scheduled_round_and_never_regrow() -> None:
     # Prepare: alpha 0.5 from round 3, back to 0.25 from round 8 (must not regrow)
-    simulation = build_simulation(
+    simulation = build_session(
         config(
             "lightweight.alpha.kind=steps",
             "lightweight.alpha.steps=[[0, 0.0], [3, 0.5], [8, 0.25]]",
@@ -73,7 +74,7 @@ def test_parties_prune_at_the_scheduled_round_and_never_regrow() -> None:
 
 def test_per_party_schedules_differ() -> None:
     # Prepare
-    simulation = build_simulation(
+    simulation = build_session(
         config(
             "lightweight.alpha.value=0.5",
             "lightweight.party=[{party = 2, alpha = {value = 0.0}}]",
@@ -90,7 +91,7 @@ def test_per_party_schedules_differ() -> None:
 
 def test_pruning_at_round_zero_keeps_training_converging() -> None:
     # Prepare
-    simulation = build_simulation(config("lightweight.alpha.value=0.5"), data())
+    simulation = build_session(config("lightweight.alpha.value=0.5"), data())
     before = simulation.trainer.evaluate(SPLIT_TRAIN)["loss"]
 
     # Execute
@@ -102,8 +103,8 @@ def test_pruning_at_round_zero_keeps_training_converging() -> None:
 
 def test_sparsified_uploads_keep_exactly_the_configured_fraction() -> None:
     # Prepare
-    dense = build_simulation(config(), data())
-    sparse = build_simulation(config("lightweight.beta.value=0.5"), data())
+    dense = build_session(config(), data())
+    sparse = build_session(config("lightweight.beta.value=0.5"), data())
 
     # Execute
     train(dense)
@@ -120,7 +121,7 @@ def test_sparsified_uploads_keep_exactly_the_configured_fraction() -> None:
 
 def test_sparsification_combines_with_a_quantizer_and_shared_labels() -> None:
     # Prepare
-    simulation = build_simulation(
+    simulation = build_session(
         config(
             "protocol.labels=shared",
             "protocol.local_steps=2",
@@ -141,7 +142,7 @@ def test_sparsification_combines_with_a_quantizer_and_shared_labels() -> None:
 
 def test_compute_is_recorded_per_round_and_totalled(tmp_path: Path) -> None:
     # Prepare
-    simulation = build_simulation(config("lightweight.alpha.value=0.5"), data())
+    simulation = build_session(config("lightweight.alpha.value=0.5"), data())
 
     # Execute
     records = fit(simulation, epochs=1, run=RunDirectory(tmp_path), progress=False)
@@ -162,14 +163,14 @@ def test_resume_restores_the_pruned_model_and_its_optimizer(tmp_path: Path) -> N
         "train.optimizer.name=adam",
         "train.optimizer.lr=0.01",
     )
-    straight = build_simulation(settings, data())
+    straight = build_session(settings, data())
     train(straight, epochs=2)
-    first = build_simulation(settings, data())
+    first = build_session(settings, data())
     train(first, epochs=1)
     state = first.state_dict()
 
     # Execute
-    resumed = build_simulation(settings, data())
+    resumed = build_session(settings, data())
     resumed.load_state_dict(state)
     resumed.trainer.train_epoch(1)
 
@@ -200,7 +201,7 @@ def test_bad_lightweight_config_is_a_clear_error(overrides: list[str], match: st
 
 def test_flops_fall_by_half_or_more_at_alpha_half_for_an_mlp() -> None:
     # Prepare
-    simulation = build_simulation(config("lightweight.alpha.value=0.5"), data())
+    simulation = build_session(config("lightweight.alpha.value=0.5"), data())
 
     # Execute
     train(simulation)
@@ -224,7 +225,7 @@ def test_prune_at_chooses_whether_the_upload_comes_from_the_pruned_model(
     prune_at: str, pruned_by_upload: bool
 ) -> None:
     # Prepare
-    simulation = build_simulation(
+    simulation = build_session(
         config(
             "protocol.labels=shared",
             "lightweight.alpha.value=0.5",
@@ -243,9 +244,7 @@ def test_prune_at_chooses_whether_the_upload_comes_from_the_pruned_model(
 
 def test_shared_labels_count_the_extra_forward_of_every_local_step() -> None:
     # Prepare
-    simulation = build_simulation(
-        config("protocol.labels=shared", "protocol.local_steps=3"), data()
-    )
+    simulation = build_session(config("protocol.labels=shared", "protocol.local_steps=3"), data())
 
     # Execute
     train(simulation)

@@ -8,8 +8,9 @@ from torch import nn
 
 from tests.conftest import make_vertical_data
 from vfl.config import RunConfig, load_config
-from vfl.run.runner import build_simulation
-from vfl.run.simulation import Simulation, VerticalData
+from vfl.data.vertical import VerticalData
+from vfl.run.compose import build_session
+from vfl.run.session import Session
 from vfl.wire import CompressedEmbedReply, EmbedRequest, ViewBroadcast, encode
 
 BASE = [
@@ -30,14 +31,14 @@ def data() -> VerticalData:
     return make_vertical_data(num_train=160, num_test=40, widths=(3, 5, 2), num_classes=3)
 
 
-def parameters(simulation: Simulation) -> list[torch.Tensor]:
+def parameters(simulation: Session) -> list[torch.Tensor]:
     modules: list[nn.Module] = [p.model for p in simulation.parties]
     modules.append(simulation.trainer.server.head)  # type: ignore[attr-defined]
     return [p.detach().clone() for m in modules for p in m.parameters()]
 
 
-def train(*overrides: str, epochs: int = 1) -> Simulation:
-    simulation = build_simulation(config(*overrides), data())
+def train(*overrides: str, epochs: int = 1) -> Session:
+    simulation = build_session(config(*overrides), data())
     for epoch in range(epochs):
         simulation.trainer.train_epoch(epoch)
     return simulation
@@ -144,7 +145,7 @@ def test_compressed_training_still_learns() -> None:
 
 def test_a_strong_proximal_term_keeps_parties_near_the_round_start() -> None:
     # Prepare
-    start = parameters(build_simulation(config(), data()))
+    start = parameters(build_session(config(), data()))
 
     # Execute
     free = train("protocol.local_steps=10")
@@ -163,7 +164,7 @@ def test_gradient_compression_is_private_labels_only() -> None:
 def test_the_python_api_runs_c_vfl_with_user_modules() -> None:
     # Prepare: the user's own modules plus protocol options from a config
     from tests.conftest import make_models
-    from vfl.run.simulation import simulate
+    from vfl.run.api import simulate
 
     vertical = data()
     bottoms, head = make_models(vertical)
@@ -182,7 +183,7 @@ def test_the_python_api_runs_c_vfl_with_user_modules() -> None:
         vertical,
         bottoms=bottoms,
         head=head,
-        protocol=options,
+        config=options,
         optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
         batch_size=32,
     )

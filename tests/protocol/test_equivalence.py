@@ -9,9 +9,10 @@ import torch
 from torch import nn
 
 from tests.conftest import make_models, make_vertical_data
+from vfl.data.vertical import VerticalData
 from vfl.models import MLP, SmallCNN, SumHead
 from vfl.results.metrics import Task
-from vfl.run.simulation import VerticalData, clone_modules, simulate
+from vfl.run.api import clone_modules, simulate
 
 Factory = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
 OPTIMIZERS: dict[str, Factory] = {

@@ -7,7 +7,7 @@ import torch
 
 from tests.protocol.test_cvfl import BASE, data, max_gap, parameters, train
 from vfl.config import load_config
-from vfl.run.runner import build_simulation
+from vfl.run.compose import build_session
 from vfl.transport import Handler
 from vfl.transport.colocated import ColocatedTransport
 from vfl.wire import (
@@ -58,7 +58,7 @@ def test_passive_parties_never_receive_labels_features_or_other_embeddings() -> 
             "compress.gradient.bits=8",
         ],
     )
-    simulation = build_simulation(config, data())
+    simulation = build_session(config, data())
     transport = simulation.trainer.transport  # type: ignore[attr-defined]
     assert isinstance(transport, ColocatedTransport)
     received: dict[int, list[Message]] = {1: [], 2: []}

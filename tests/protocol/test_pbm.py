@@ -13,8 +13,8 @@ from tests.secagg.stats import assert_masked
 from vfl.config import load_config
 from vfl.errors import ConfigError
 from vfl.privacy.pbm import PoissonBinomialMechanism
-from vfl.run.runner import build_simulation
-from vfl.run.simulation import Simulation
+from vfl.run.compose import build_session
+from vfl.run.session import Session
 from vfl.secagg import decode_masked
 from vfl.transport.inproc import InProcTransport
 from vfl.wire import MaskedCounts, Message, PackedCounts, decode
@@ -29,8 +29,8 @@ PBM = [
 ]
 
 
-def build(*overrides: str) -> Simulation:
-    return build_simulation(load_config(None, [*BASE, *PBM, *overrides]), data())
+def build(*overrides: str) -> Session:
+    return build_session(load_config(None, [*BASE, *PBM, *overrides]), data())
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,7 @@ def test_invalid_private_configs_are_rejected(overrides: list[str], message: str
 class Tap:
     """Records every frame the server receives and every count block the parties draw."""
 
-    def __init__(self, simulation: Simulation) -> None:
+    def __init__(self, simulation: Session) -> None:
         self.frames: list[Message] = []
         self.counts: dict[int, list[np.ndarray]] = {p.party_id: [] for p in simulation.parties}
         transport = simulation.trainer.transport  # type: ignore[attr-defined]

@@ -6,10 +6,11 @@ import pytest
 import torch
 
 from tests.conftest import make_models, make_vertical_data
+from vfl.data.vertical import VerticalData
 from vfl.errors import DataError, ProtocolError
 from vfl.results.files import RunDirectory
+from vfl.run.api import simulate
 from vfl.run.fit import fit
-from vfl.run.simulation import VerticalData, simulate
 from vfl.transport import Handler
 from vfl.wire import (
     Ack,
@@ -185,11 +186,11 @@ def test_a_diverging_run_stops_with_a_clear_error() -> None:
     from tests.conftest import make_vertical_data
     from vfl.config import load_config
     from vfl.errors import TrainingDiverged, WireError
-    from vfl.run.runner import build_simulation
+    from vfl.run.compose import build_session
 
     data = make_vertical_data(num_train=64, num_test=16, widths=(3, 4), num_classes=2)
     settings = load_config(None, ["train.optimizer.name=sgd", "train.optimizer.lr=1e30"])
-    simulation = build_simulation(settings, data)
+    simulation = build_session(settings, data)
 
     # Execute / Assert: whichever role's numbers break first names the divergence
     with pytest.raises((TrainingDiverged, WireError), match="diverged"):
@@ -202,10 +203,10 @@ def test_a_server_model_gone_nan_stops_training_with_training_diverged() -> None
     from tests.conftest import make_vertical_data
     from vfl.config import load_config
     from vfl.errors import TrainingDiverged
-    from vfl.run.runner import build_simulation
+    from vfl.run.compose import build_session
 
     data = make_vertical_data(num_train=64, num_test=16, widths=(3, 4), num_classes=2)
-    simulation = build_simulation(load_config(None, []), data)
+    simulation = build_session(load_config(None, []), data)
     with torch.no_grad():
         next(simulation.trainer.server.head.parameters()).fill_(float("nan"))  # type: ignore[attr-defined]
 

@@ -66,12 +66,14 @@ class Compressor(ABC):
             the compressor's range.
         dithered: Whether the result depends on ``seed`` (subtractive dither).
         selects: Whether ``scores`` steer the result (top-k selection).
+        max_bits: The most bits per component it supports (caps a diminishing bit schedule).
     """
 
     name: ClassVar[str]
     unbiased: ClassVar[bool]
     dithered: ClassVar[bool] = False
     selects: ClassVar[bool] = False
+    max_bits: ClassVar[int] = 32
 
     def compress(
         self, x: torch.Tensor, *, seed: int, scores: torch.Tensor | None = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from vfl.data.images import (
     load_fashion_mnist,
     load_mnist,
 )
+from vfl.data.table import load_table
 from vfl.errors import DataError
 
 
@@ -60,6 +61,7 @@ class _Entry:
     files: tuple[tuple[str, ...], ...]  # each required file, as its accepted names
     by_hand: str  # what a user can place in the folder instead of fetching
     options: tuple[str, ...] = ()
+    settings: tuple[str, ...] = ()  # the [data] keys passed on as options (load_configured)
 
     def present(self, folder: Path) -> bool:
         return all(any((folder / name).is_file() for name in names) for names in self.files)
@@ -124,6 +126,7 @@ _ENTRIES = {
             files=((CREDIT_FILE,),),
             by_hand=f"a CSV in the UCI CSV layout named {CREDIT_FILE}",
             options=("test_fraction", "seed"),
+            settings=("test_fraction",),
         ),
     )
 }
@@ -240,6 +243,41 @@ def load_dataset(name: str, *, root: Path | str | None = None, **options: Any) -
             f"data set {entry.name!r} is not in {folder}; {fetch}place {entry.by_hand} there"
         )
     return entry.loader(folder, **options)
+
+
+TABLE = "table"
+"""The source name of a user's own CSV or Parquet file (not a registered, fetched data set)."""
+TABLE_SETTINGS = ("path", "label", "id_column", "test_path", "test_fraction")
+TABLE_SPLIT_SEED = 0
+"""A table's random test split does not depend on ``train.seed``: seeds vary training only."""
+
+
+def load_configured(name: str, settings: Mapping[str, Any]) -> Dataset:
+    """Load ``name`` with the settings of a ``[data]`` table; each source reads only its own.
+
+    A registered data set reads ``path`` (a folder to use instead of the cache; empty for the
+    cache) and the settings its entry declares (``test_fraction`` for ``default-credit``);
+    ``table`` reads ``path``, ``label``, ``id_column``, ``test_path`` and ``test_fraction``.
+
+    Raises:
+        DataError: for an unknown name, missing files or a malformed table.
+    """
+    if name == TABLE:
+        values = {key: settings[key] for key in TABLE_SETTINGS}
+        return load_table(
+            Path(values["path"]),
+            label=values["label"],
+            id_column=values["id_column"] or None,
+            test_path=Path(values["test_path"]) if values["test_path"] else None,
+            test_fraction=values["test_fraction"],
+            seed=TABLE_SPLIT_SEED,
+        )
+    if name not in _ENTRIES:
+        valid = ", ".join([*_ENTRIES, TABLE])
+        raise DataError(f"unknown data set {name!r}; valid names: {valid} (your own file)")
+    entry = _ENTRIES[name]
+    folder = settings.get("path") or None
+    return load_dataset(name, root=folder, **{key: settings[key] for key in entry.settings})
 
 
 def _entry(name: str) -> _Entry:

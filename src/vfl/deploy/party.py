@@ -41,8 +41,8 @@ from vfl.deploy.state import PartyState
 from vfl.errors import ProtocolError, WireError
 from vfl.results.metrics import Task
 from vfl.roles.party import Party
-from vfl.run.assemble import party_from_config
-from vfl.run.simulation import embedding_width
+from vfl.run.compose import Blueprint, build_party
+from vfl.run.models import ConfigModels, embedding_width
 from vfl.seeding import derive_seed
 from vfl.transport.base import PartyEndpoint
 from vfl.transport.grpc_party import FrameHandler, PartyLink
@@ -144,14 +144,15 @@ class PartyRuntime:
         if request.restore_round < 0:  # modules may draw from the global RNG (dropout)
             torch.manual_seed(derive_seed(config.train.seed, "torch-global", self.party_id))
         shared = config.protocol.labels == "shared"
-        party = party_from_config(
-            config,
+        blueprint = Blueprint.from_config(config)
+        party = build_party(
+            blueprint,
             self.party_id,
             train_block,
             test_block,
-            train_labels=request.labels if shared else None,
             task=Task(request.num_classes),
-            num_parties=request.num_parties,
+            train_labels=request.labels if shared else None,
+            widths=ConfigModels(config).declared_widths(request.num_parties) if shared else None,
         )
         if request.restore_round >= 0:
             party.load_state_dict(self.state.load_checkpoint(request.restore_round))

@@ -1,9 +1,9 @@
 """``vfl server``: the label holder's process. It aligns, sets the parties up and trains.
 
-The server builds its ``Server``, the protocol loop and the run directory exactly as the
-simulator does (the composition root ``vfl.run`` and its ``fit``),
-with the gRPC transport in place of the in-process one. ``DeployedSimulation`` carries the
-per-epoch checkpoints to the parties: each saves its own role, named by the round counter.
+The server builds its ``Server`` and the protocol loop with the composition root
+(``vfl.run.compose``) exactly as the simulator does, over the gRPC transport instead of the
+in-process one, and trains with the same ``fit``. Its parties are a ``RemoteParties`` group: the
+per-epoch checkpoint makes each party save its own role, named by the round counter.
 
 When a party is lost (its connection broke and did not come back in time) or comes back from a
 restarted process, training stops with a ``ProtocolError``; the server then waits for every
@@ -32,12 +32,12 @@ from vfl.deploy.control import ask
 from vfl.deploy.data import LabelTables, load_labels
 from vfl.deploy.messages import CheckpointRequest, ControlAck, SetupReply, SetupRequest
 from vfl.errors import ConfigError, DataError, ProtocolError
-from vfl.protocol.loop import ServerLoop
+from vfl.results.compute import RoundCompute
 from vfl.results.files import CHECKPOINT, CONFIG, METRICS, RunDirectory
 from vfl.results.metrics import Task
-from vfl.run.assemble import server_from_config, trainer_from_config
+from vfl.run.compose import Blueprint, build_loop, build_server
 from vfl.run.runner import finish_summary, fit_as_configured
-from vfl.run.simulation import Simulation
+from vfl.run.session import Session
 from vfl.seeding import derive_seed
 from vfl.transport.grpc_transport import GrpcTransport
 from vfl.transport.link import PartyUnavailableError, PartyUnresponsiveError
@@ -103,29 +103,31 @@ class Coordinator:
         ask(self.transport, dict.fromkeys(self.transport.party_ids, request), ControlAck)
 
 
-class DeployedSimulation(Simulation):
-    """A simulation whose parties live in other processes.
+class RemoteParties:
+    """The parties of a deployment, as the epoch loop checkpoints them (a ``PartyGroup``).
 
-    ``state_dict`` makes every party checkpoint itself (so the server's checkpoint names a round
-    every party saved), and ``load_state_dict`` sets the parties up again restored at that round.
+    ``checkpoint`` makes every party save its role (so the server's checkpoint names a round
+    every party saved); ``restore`` sets the parties up again, restored at that round.
     """
 
-    def __init__(self, trainer: ServerLoop, coordinator: Coordinator) -> None:
-        super().__init__(trainer)
+    def __init__(self, coordinator: Coordinator) -> None:
         self.coordinator = coordinator
         self.restored_round: int | None = None
 
-    def state_dict(self) -> dict[str, Any]:
-        """Checkpoint the parties, then return the trainer's state."""
-        self.coordinator.checkpoint(self.trainer.rounds)
-        return {"trainer": self.trainer.state_dict(), "parties": {}}
+    def checkpoint(self, rounds: int) -> dict[int, Any]:
+        """Have every party save its state as of ``rounds``; the server keeps nothing of it."""
+        self.coordinator.checkpoint(rounds)
+        return {}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore the trainer, and every party at the same round."""
-        self.trainer.load_state_dict(state["trainer"])
-        if self.restored_round != self.trainer.rounds:
-            self.coordinator.setup(self.trainer.rounds)
+    def restore(self, state: dict[int, Any], rounds: int) -> None:
+        """Set every party up again, restored at ``rounds`` (unless it already is)."""
+        if self.restored_round != rounds:
+            self.coordinator.setup(rounds)
         self.restored_round = None
+
+    def compute_logs(self) -> dict[int, list[RoundCompute]]:
+        """Deployed parties keep their compute records in their own checkpoints."""
+        return {}
 
 
 def run_server(
@@ -157,11 +159,11 @@ def run_server(
         if port_file is not None:
             port_file.write_text(f"{transport.port}\n")
         transport.wait_for_parties(deployment.connect_timeout_s)
-        simulation = _prepare(config, deployment, labels, transport, run, resume)
-        _fit(simulation, config, deployment, run, resume)
-        simulation.trainer.close()  # tells the parties the run is over
+        session = _prepare(config, deployment, labels, transport, run, resume)
+        _fit(session, config, deployment, run, resume)
+        session.trainer.close()  # tells the parties the run is over
         finished = True
-        return finish_summary(config, simulation, run)
+        return finish_summary(config, session, run)
     finally:
         run.write_text(WIRE, json.dumps(transport.wire.snapshot(), indent=2) + "\n")
         if not finished:  # parties keep waiting for a resumed server (or their give_up_s)
@@ -187,7 +189,7 @@ def _prepare(
     transport: GrpcTransport,
     run: RunDirectory,
     resume: bool,
-) -> DeployedSimulation:
+) -> Session:
     """Align (or reload the alignment), record the configs, set the parties up."""
     alignment = _alignment(run, transport, labels, resume)
     run.write_text(CONFIG, to_toml(config))
@@ -244,8 +246,8 @@ def _build(
     coordinator: Coordinator,
     run: RunDirectory,
     resume: bool,
-) -> DeployedSimulation:
-    restore_round = int(run.load_checkpoint()["simulation"]["trainer"]["rounds"]) if resume else -1
+) -> Session:
+    restore_round = int(run.load_checkpoint()["session"]["trainer"]["rounds"]) if resume else -1
     replies = coordinator.setup(restore_round)
     aligned = labels.aligned(alignment.rows)
     for party, reply in replies.items():
@@ -255,30 +257,31 @@ def _build(
             raise DataError(
                 f"party {party} aligned {counts} train/test rows but the server {expected}"
             )
-    server = server_from_config(
-        config,
+    blueprint = Blueprint.from_config(config)
+    server = build_server(
+        blueprint,
         task=Task(len(labels.classes)),
         train_labels=aligned[SPLIT_TRAIN],
         test_labels=aligned[SPLIT_TEST],
-        embedding_dims={party: reply.width for party, reply in sorted(replies.items())},
+        widths={party: reply.width for party, reply in replies.items()},
     )
-    transport = coordinator.transport
-    simulation = DeployedSimulation(trainer_from_config(config, server, transport), coordinator)
-    simulation.restored_round = restore_round if resume else None
+    parties = RemoteParties(coordinator)
+    parties.restored_round = restore_round if resume else None
+    session = Session(build_loop(blueprint, server, coordinator.transport), parties)
     if not resume and config.train.checkpoint:
         run.save_checkpoint(
             {
                 "epoch": 0,
                 "elapsed": 0.0,
-                "simulation": simulation.state_dict(),
+                "session": session.state_dict(),
                 "torch_rng": torch.get_rng_state(),
             }
         )
-    return simulation
+    return session
 
 
 def _fit(
-    simulation: DeployedSimulation,
+    session: Session,
     config: RunConfig,
     deployment: DeploymentConfig,
     run: RunDirectory,
@@ -289,7 +292,7 @@ def _fit(
         has_epoch_zero = any(int(r["epoch"]) == 0 for r in run.read_metrics())
         try:
             fit_as_configured(
-                simulation,
+                session,
                 config,
                 run,
                 resume=resume,
@@ -314,7 +317,8 @@ def _fit(
                 recoveries,
                 deployment.max_recoveries,
             )
-            _await_parties(simulation.coordinator.transport, deployment, run)
+            assert isinstance(session.parties, RemoteParties)
+            _await_parties(session.parties.coordinator.transport, deployment, run)
             resume = True
 
 

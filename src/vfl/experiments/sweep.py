@@ -163,7 +163,7 @@ def run_task(task: RunTask) -> RunOutcome:
         if task.threads:
             torch.set_num_threads(task.threads)
         with torch.random.fork_rng(devices=[]):  # runs sharing a worker see no draws of others
-            summary = runner.run(task.config, task.run_dir, resume=task.resume)
+            summary = runner.train(task.config, task.run_dir, resume=task.resume)
     except Exception as error:  # one bad run must not stop the sweep
         return _failure(task, error, traceback.format_exc(), time.perf_counter() - started)
     final = {k: v for k, v in summary["final"].items() if isinstance(v, int | float)}

@@ -1,4 +1,4 @@
-"""Build bottom and head models from config."""
+"""Build the bottom and head models a run names (the composition root passes the settings)."""
 
 from __future__ import annotations
 
@@ -7,54 +7,73 @@ from collections.abc import Sequence
 
 from torch import nn
 
-from vfl.config import BottomConfig, HeadConfig
 from vfl.errors import ConfigError
 from vfl.models.bottom import MLP, SmallCNN
 from vfl.models.head import ConcatHead, SumHead
 from vfl.results.metrics import Task
 
+BOTTOM_KINDS = ("mlp", "cnn")
+FUSIONS = ("concat", "sum")
 
-def build_bottom(config: BottomConfig, block_shape: Sequence[int]) -> nn.Module:
-    """A bottom model for a party whose samples have shape ``block_shape``."""
-    output_activation = None if config.output_activation == "none" else config.output_activation
-    if config.kind == "cnn":
+
+def build_bottom(
+    kind: str,
+    block_shape: Sequence[int],
+    *,
+    embedding_dim: int,
+    hidden: Sequence[int] = (128,),
+    channels: Sequence[int] = (16, 32),
+    activation: str = "relu",
+    output_activation: str = "none",
+) -> nn.Module:
+    """A bottom model of ``kind`` (``mlp`` or ``cnn``) for samples of shape ``block_shape``."""
+    last = None if output_activation == "none" else output_activation
+    if kind == "cnn":
         if len(block_shape) != 3:
             raise ConfigError(
                 f"model.bottom.kind 'cnn' needs image blocks (C, H, W), got samples"
                 f" of shape {tuple(block_shape)}; use 'mlp' for tables"
             )
-        channels, height, width = block_shape
+        in_channels, height, width = block_shape
         return SmallCNN(
-            channels,
+            in_channels,
             height,
             width,
-            config.embedding_dim,
-            channels=config.channels,
-            hidden=config.hidden,
-            activation_name=config.activation,
-            output_activation=output_activation,
+            embedding_dim,
+            channels=tuple(channels),
+            hidden=tuple(hidden),
+            activation_name=activation,
+            output_activation=last,
         )
+    if kind != "mlp":
+        raise ConfigError(f"model.bottom.kind: unknown {kind!r}; valid: {', '.join(BOTTOM_KINDS)}")
     return MLP(
         math.prod(block_shape),
-        config.hidden,
-        config.embedding_dim,
-        activation_name=config.activation,
-        output_activation=output_activation,
+        tuple(hidden),
+        embedding_dim,
+        activation_name=activation,
+        output_activation=last,
     )
 
 
-def build_head(config: HeadConfig, embedding_dims: Sequence[int], task: Task) -> nn.Module:
+def build_head(
+    fusion: str,
+    embedding_dims: Sequence[int],
+    task: Task,
+    *,
+    hidden: Sequence[int] = (),
+    activation: str = "relu",
+) -> nn.Module:
     """A head fusing embeddings of ``embedding_dims`` widths into ``task.output_dim`` logits."""
-    if config.fusion == "sum":
+    if fusion == "sum":
         if len(set(embedding_dims)) != 1:
             raise ConfigError(
                 f"model.head.fusion 'sum' needs equal embedding widths, got {list(embedding_dims)}"
             )
-        width = embedding_dims[0]
         return SumHead(
-            MLP(width, config.hidden, task.output_dim, activation_name=config.activation)
+            MLP(embedding_dims[0], tuple(hidden), task.output_dim, activation_name=activation)
         )
-    body = MLP(
-        sum(embedding_dims), config.hidden, task.output_dim, activation_name=config.activation
-    )
+    if fusion != "concat":
+        raise ConfigError(f"model.head.fusion: unknown {fusion!r}; valid: {', '.join(FUSIONS)}")
+    body = MLP(sum(embedding_dims), tuple(hidden), task.output_dim, activation_name=activation)
     return ConcatHead(body)

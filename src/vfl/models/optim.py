@@ -1,4 +1,4 @@
-"""Optimizers from config: every role builds its own over its own parameters."""
+"""Optimizers: every role builds its own over its own parameters; per-round learning rates."""
 
 from __future__ import annotations
 
@@ -9,27 +9,31 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from vfl.config import OptimizerConfig
-
 OptimizerFactory = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
 """Builds an optimizer over the given parameters (how users plug in their own)."""
 
 
-def optimizer_factory(config: OptimizerConfig) -> OptimizerFactory:
-    """A factory building the configured optimizer."""
+OPTIMIZERS = ("sgd", "adam")
+
+
+def optimizer_factory(
+    name: str,
+    *,
+    lr: float,
+    momentum: float = 0.0,
+    weight_decay: float = 0.0,
+    fused: bool = True,
+) -> OptimizerFactory:
+    """A factory building the optimizer ``name`` (``sgd`` or ``adam``) with these settings."""
+    if name not in OPTIMIZERS:
+        raise ValueError(f"unknown optimizer {name!r}; valid: {', '.join(OPTIMIZERS)}")
 
     def build(params: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
-        if config.name == "sgd":
+        if name == "sgd":
             return torch.optim.SGD(
-                params,
-                lr=config.lr,
-                momentum=config.momentum,
-                weight_decay=config.weight_decay,
-                fused=config.fused,
+                params, lr=lr, momentum=momentum, weight_decay=weight_decay, fused=fused
             )
-        return torch.optim.Adam(
-            params, lr=config.lr, weight_decay=config.weight_decay, fused=config.fused
-        )
+        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=fused)
 
     return build
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -152,6 +153,18 @@ class PartySecureSum:
         """Forget the sessions (after a restart, keys are agreed afresh)."""
         self._train = self._eval = None
         self._eval_nonce = (-1, -1)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The mechanism generator's state: a resumed run draws what an uninterrupted one would.
+
+        Key material is not kept: after a restart the sessions are agreed afresh.
+        """
+        return {"generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue the mechanism's stream from ``state_dict``; forget the sessions."""
+        self.generator.set_state(state["generator"])
+        self.reset()
 
 
 def mechanism_generator(seed: int, *, secure_rng: bool) -> torch.Generator:

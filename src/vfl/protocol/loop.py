@@ -5,13 +5,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import torch
 
 from vfl.compress.pipeline import MessageSeeds, TensorCodec
 from vfl.errors import DIVERGED_HINT, TrainingDiverged, WireError
 from vfl.models.optim import LearningRateSchedule
+from vfl.privacy.events import PbmEvent
+from vfl.privacy.secure_sum import ServerSecureSum
 from vfl.protocol.base import RoundCallback
 from vfl.protocol.sampler import BatchSampler, chunks
 from vfl.results.metrics import evaluate_logits
@@ -47,6 +49,21 @@ class Links:
 
 
 @dataclass(frozen=True)
+class ServerPrivacy:
+    """VFL-PBM at the server: the secure-sum sessions, what one epoch releases, the delta.
+
+    Attributes:
+        secure_sum: The mechanism and the secure-aggregation sessions.
+        event: One release of one sample's embedding (for the accountant).
+        delta: The delta of the reported epsilon.
+    """
+
+    secure_sum: ServerSecureSum
+    event: PbmEvent
+    delta: float
+
+
+@dataclass(frozen=True)
 class LoopOptions:
     """Server-side protocol options.
 
@@ -55,16 +72,20 @@ class LoopOptions:
         links: The codecs.
         seeds: Per-message seeds shared with the parties.
         learning_rate: Per-round learning rate, or ``None`` to keep the optimizer's.
+        privacy: The private-aggregation stage (VFL-PBM), or ``None``.
     """
 
     steps: LocalSteps = field(default_factory=LocalSteps)
     links: Links = field(default_factory=Links)
     seeds: MessageSeeds = field(default_factory=lambda: MessageSeeds(0))
     learning_rate: LearningRateSchedule | None = None
+    privacy: ServerPrivacy | None = None
 
 
 class ServerLoop:
-    """Base of the server-side loops: subclasses implement ``train_round``.
+    """Base of the server-side loops: subclasses implement ``exchange``.
+
+    Each concrete loop has a registry ``name`` (``vfl.protocol.registry``).
 
     Args:
         server: The label holder.
@@ -73,6 +94,8 @@ class ServerLoop:
         eval_batch_size: Samples per evaluation request.
         options: Local steps, codecs, seeds, learning-rate schedule.
     """
+
+    name: ClassVar[str] = ""
 
     def __init__(
         self,

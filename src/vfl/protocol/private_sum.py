@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from vfl.privacy import PbmEvent, RdpAccountant
-from vfl.privacy.secure_sum import ServerSecureSum
+from vfl.errors import ConfigError
+from vfl.privacy import RdpAccountant
 from vfl.protocol.base import RoundCallback
 from vfl.protocol.loop import LoopOptions
 from vfl.protocol.sampler import BatchSampler, chunks
@@ -41,11 +41,11 @@ class PrivateSumTraining(SplitLearning):
         transport: Reaches the parties.
         sampler: Batch order.
         eval_batch_size: Samples per evaluation request.
-        secure_sum: The mechanism and the secure-aggregation sessions.
-        event: One release of one sample's embedding (for the accountant).
-        delta: The delta of the reported epsilon.
-        options: Local steps, gradient codec, seeds, learning-rate schedule.
+        options: Local steps, gradient codec, seeds, learning-rate schedule, and the privacy
+            stage (``options.privacy``: secure sums, the event one epoch releases, delta).
     """
+
+    name = "private_sum"
 
     def __init__(
         self,
@@ -54,17 +54,16 @@ class PrivateSumTraining(SplitLearning):
         sampler: BatchSampler,
         *,
         eval_batch_size: int,
-        secure_sum: ServerSecureSum,
-        event: PbmEvent,
-        delta: float,
         options: LoopOptions | None = None,
     ) -> None:
         super().__init__(
             server, transport, sampler, eval_batch_size=eval_batch_size, options=options
         )
-        self.secure_sum = secure_sum
-        self.event = event
-        self.delta = delta
+        if self.options.privacy is None:
+            raise ConfigError("the VFL-PBM loop needs its privacy stage (LoopOptions.privacy)")
+        self.secure_sum = self.options.privacy.secure_sum
+        self.event = self.options.privacy.event
+        self.delta = self.options.privacy.delta
         self.accountant = RdpAccountant()
 
     def setup(self) -> None:

@@ -23,6 +23,8 @@ from vfl.wire import Ack, CompressedEmbedReply, EmbedRequest, ViewBroadcast
 class SharedLabelsTraining(ServerLoop):
     """The server-side loop of C-VFL Algorithm 1 (parallel local iterations)."""
 
+    name = "shared_labels"
+
     def exchange(self, ids: torch.Tensor) -> float:
         """One round: uploads, the broadcast of the stale view, Q steps everywhere."""
         links = self.options.links

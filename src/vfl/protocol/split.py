@@ -29,6 +29,8 @@ from vfl.wire import (
 class SplitLearning(ServerLoop):
     """The server-side loop with labels private to the server (parallel schedule)."""
 
+    name = "split"
+
     def exchange(self, ids: torch.Tensor) -> float:
         """One exchange on the batch ``ids`` and Q local steps; returns the first-step loss."""
         r = self.rounds
@@ -63,6 +65,8 @@ class SequentialSplitLearning(SplitLearning):
     its updated embedding of S (the paper's Exchange({k, K})), so later parties and the server
     see its update; the server (party K, the label holder) takes its Q steps last.
     """
+
+    name = "sequential"
 
     def exchange(self, ids: torch.Tensor) -> float:
         """One sequential round; returns the loss of the server's first step."""

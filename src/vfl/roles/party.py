@@ -21,8 +21,8 @@ from vfl.errors import DataError, ProtocolError, WireError
 from vfl.models.optim import LearningRateSchedule
 from vfl.privacy.secure_sum import PartySecureSum
 from vfl.prune.lightweight import Lightweighting
-from vfl.results.metrics import Task
 from vfl.roles.local import LocalSteps, gradient_steps, view_steps
+from vfl.roles.shared import SharedLabels, decode_view, load_vector
 from vfl.wire import (
     SPLIT_TEST,
     SPLIT_TRAIN,
@@ -41,27 +41,6 @@ from vfl.wire import (
     ViewBroadcast,
 )
 from vfl.wire.checks import all_finite, id_bounds
-
-
-@dataclass
-class SharedLabels:
-    """What a party holds when labels are shared (C-VFL Algorithm 1).
-
-    Attributes:
-        labels: The training labels, ``(N,)``.
-        task: The task (loss).
-        head: A replica of the server model, refreshed from each round's broadcast.
-        widths: Every party's embedding width, by party id (to decode the broadcast).
-        embeddings: Decodes the other parties' embedding payloads.
-        server_model: Decodes the flattened server model.
-    """
-
-    labels: torch.Tensor
-    task: Task
-    head: nn.Module
-    widths: dict[int, int]
-    embeddings: TensorCodec
-    server_model: TensorCodec
 
 
 @dataclass
@@ -331,7 +310,12 @@ class Party:
         return ids
 
     def state_dict(self) -> dict[str, Any]:
-        """Model and optimizer state (and the pruning state), for checkpoints."""
+        """Everything a resumed run needs to continue as an uninterrupted one would.
+
+        Model and optimizer, the last round, the top-k selection scores, the pruning state and
+        the privacy mechanism's generator. Schedules (bits, ratios, learning rates) and message
+        seeds are functions of the round, so they hold no state of their own.
+        """
         lightweight = self.options.lightweight
         return {
             "model": self.model.state_dict(),
@@ -339,6 +323,7 @@ class Party:
             "last_round": self._last_round,
             "scores": self._scores,
             "lightweight": None if lightweight is None else lightweight.state_dict(),
+            "privacy": None if self.options.privacy is None else self.options.privacy.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -353,6 +338,8 @@ class Party:
         self._last_round = int(state["last_round"])
         self._scores = state.get("scores")
         self._pending = None
+        if self.options.privacy is not None:
+            self.options.privacy.load_state_dict(state["privacy"])
 
 
 @dataclass(frozen=True)
@@ -362,35 +349,3 @@ class _Pending:
     round: int
     ids: torch.Tensor
     embedding: torch.Tensor  # with its graph, for the first local step
-
-
-def decode_view(
-    shared: SharedLabels, broadcast: ViewBroadcast, seeds: MessageSeeds, *, batch: int, own: int
-) -> list[torch.Tensor | None]:
-    """The stale embeddings of every party in a broadcast (``None`` in this party's place)."""
-    if len(broadcast.embeddings) != len(shared.widths):
-        raise WireError(
-            f"view holds {len(broadcast.embeddings)} embeddings for {len(shared.widths)} parties"
-        )
-    view: list[torch.Tensor | None] = []
-    for (party, width), payload in zip(shared.widths.items(), broadcast.embeddings, strict=True):
-        if party == own:
-            view.append(None)
-            continue
-        seed = seeds.for_message("embedding", broadcast.round, party)
-        view.append(
-            shared.embeddings.decode(
-                payload, shape=(batch, width), seed=seed, round_=broadcast.round
-            )
-        )
-    return view
-
-
-def load_vector(
-    module: nn.Module, codec: TensorCodec, payload: bytes, seed: int, round_: int
-) -> None:
-    """Overwrite ``module``'s parameters with a decoded flat parameter vector."""
-    count = sum(p.numel() for p in module.parameters())
-    vector = codec.decode(payload, shape=(count,), seed=seed, round_=round_)
-    with torch.no_grad():
-        nn.utils.vector_to_parameters(vector, module.parameters())

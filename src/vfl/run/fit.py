@@ -14,7 +14,7 @@ from vfl.errors import ConfigError
 from vfl.protocol.base import Trainer
 from vfl.results.files import LEDGER, SUMMARY, RunDirectory
 from vfl.results.summary import Target, summarize
-from vfl.run.simulation import Simulation
+from vfl.run.session import Session
 from vfl.wire import SPLIT_TEST
 
 
@@ -42,7 +42,7 @@ class _TargetReached(Exception):
 
 
 def fit(
-    simulation: Simulation,
+    session: Session,
     *,
     epochs: int,
     run: RunDirectory | None = None,
@@ -69,20 +69,20 @@ def fit(
     if stop_at_target and target is None:
         raise ConfigError("stopping at the target needs a target (target.metric)")
     schedule = Schedule(epochs, eval_at_start, eval_every, target, stop_at_target)
-    return _Fit(simulation, schedule, run, progress, checkpoint).run(resume)
+    return _Fit(session, schedule, run, progress, checkpoint).run(resume)
 
 
 class _Fit:
     def __init__(
         self,
-        simulation: Simulation,
+        session: Session,
         schedule: Schedule,
         run: RunDirectory | None,
         progress: bool,
         checkpoint: bool,
     ) -> None:
-        self.simulation = simulation
-        self.trainer: Trainer = simulation.trainer
+        self.session = session
+        self.trainer: Trainer = session.trainer
         self.schedule = schedule
         self.run_files = run
         self.progress = progress
@@ -120,7 +120,7 @@ class _Fit:
         if self.run_files is None:
             raise ConfigError("resuming needs the run directory that holds the checkpoint")
         state = self.run_files.load_checkpoint()
-        self.simulation.load_state_dict(state["simulation"])
+        self.session.load_state_dict(state["session"])
         torch.set_rng_state(state["torch_rng"])
         self.earlier = float(state["elapsed"])
         epoch = int(state["epoch"])
@@ -146,7 +146,7 @@ class _Fit:
                 {
                     "epoch": epoch + 1,
                     "elapsed": self.elapsed,
-                    "simulation": self.simulation.state_dict(),
+                    "session": self.session.state_dict(),
                     "torch_rng": torch.get_rng_state(),
                 }
             )
@@ -185,7 +185,7 @@ class _Fit:
             record["bytes_up"] = ledger.total(phase="train", direction="up")
             record["bytes_down"] = ledger.total(phase="train", direction="down")
             record["bytes_eval"] = ledger.total(phase="eval")
-        flops = self.simulation.bottom_flops()
+        flops = self.session.bottom_flops()
         if flops is not None:
             record["bottom_flops"] = flops
         privacy = self.trainer.privacy_spent()

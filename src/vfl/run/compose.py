@@ -1,0 +1,252 @@
+"""The composition root: the only code that turns a config and models into a run.
+
+``vfl run``, ``vfl.simulate()``, the deployed server and the deployed party all call these
+functions, so any protocol option behaves identically whatever builds the run and whatever
+transport carries the messages:
+
+- ``build_party``: one party role (its model, optimizer and every stage of its pipeline);
+- ``build_server`` and ``build_loop``: the label holder and its protocol loop over a transport;
+- ``build_session``: a whole run in one process (in-process transport, the active party
+  co-located with the server), or the centralized baseline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from vfl.compress.pipeline import MessageSeeds
+from vfl.config import RunConfig
+from vfl.data.vertical import VerticalData
+from vfl.errors import ConfigError
+from vfl.models.head import CombinedModel
+from vfl.protocol.centralized import CentralizedTraining
+from vfl.protocol.loop import ServerLoop
+from vfl.protocol.registry import make_loop
+from vfl.results.metrics import Task
+from vfl.roles.party import Party, PartyOptions
+from vfl.roles.server import Server
+from vfl.roles.shared import SharedLabels
+from vfl.run import stages
+from vfl.run.models import ConfigModels, ModelSource, embedding_width
+from vfl.run.session import LocalParties, Session
+from vfl.transport.base import PartyEndpoint, Transport
+from vfl.transport.colocated import ColocatedTransport
+from vfl.transport.inproc import InProcTransport
+from vfl.wire import SPLIT_TRAIN
+
+
+@dataclass(frozen=True)
+class Blueprint:
+    """What to build: the run config, where the models come from, where privacy noise comes from.
+
+    Attributes:
+        config: The run config (protocol, stages, training settings).
+        models: The models and optimizers (from ``[model]``, or the user's own).
+        entropy: ``seeded`` for reproducible simulation, ``os`` for a deployment: privacy
+            randomness then never derives from ``train.seed``, a value the server chooses.
+    """
+
+    config: RunConfig
+    models: ModelSource
+    entropy: stages.Entropy = "seeded"
+
+    @classmethod
+    def from_config(cls, config: RunConfig, *, entropy: stages.Entropy = "seeded") -> Blueprint:
+        """The run ``config`` describes, models included."""
+        return cls(config, ConfigModels(config), entropy)
+
+
+def build_party(
+    blueprint: Blueprint,
+    party: int,
+    train_block: torch.Tensor,
+    test_block: torch.Tensor,
+    *,
+    task: Task,
+    train_labels: torch.Tensor | None = None,
+    widths: Mapping[int, int] | None = None,
+    model: nn.Module | None = None,
+) -> Party:
+    """Party ``party`` with its bottom model, optimizer and pipeline stages.
+
+    With shared labels the party also needs the ``train_labels`` and every party's embedding
+    ``widths`` (it keeps a replica of the server model to train against). ``model`` is its
+    bottom model when already built (else the blueprint's model source builds it).
+    """
+    config = blueprint.config
+    if model is None:
+        model = blueprint.models.bottom(party, train_block)
+    options = PartyOptions(
+        steps=stages.local_steps(config),
+        uplink=stages.uplink(config, party),
+        gradient=stages.links(config).gradient,
+        seeds=MessageSeeds(config.train.seed),
+        learning_rate=stages.learning_rate(config),
+        privacy=stages.party_privacy(config, party, entropy=blueprint.entropy),
+        lightweight=stages.lightweighting(config, party),
+    )
+    if config.protocol.labels == "shared":
+        options.shared = _shared_labels(blueprint, task, train_labels, widths)
+    return Party(
+        party,
+        train_features=train_block,
+        test_features=test_block,
+        model=model,
+        optimizer=blueprint.models.optimizer(model.parameters()),
+        options=options,
+    )
+
+
+def _shared_labels(
+    blueprint: Blueprint,
+    task: Task,
+    labels: torch.Tensor | None,
+    widths: Mapping[int, int] | None,
+) -> SharedLabels:
+    if labels is None or not widths:
+        raise ConfigError(
+            "protocol.labels = 'shared': a party needs the training labels and every party's"
+            " embedding width"
+        )
+    links = stages.links(blueprint.config)
+    assert links.embedding is not None and links.server_model is not None  # shared-label links
+    ordered = dict(sorted(widths.items()))
+    return SharedLabels(
+        labels=labels,
+        task=task,
+        head=blueprint.models.head_replica(list(ordered.values()), task),
+        widths=ordered,
+        embeddings=links.embedding,
+        server_model=links.server_model,
+    )
+
+
+def build_server(
+    blueprint: Blueprint,
+    *,
+    task: Task,
+    train_labels: torch.Tensor,
+    test_labels: torch.Tensor,
+    widths: Mapping[int, int],
+) -> Server:
+    """The label holder, its head fusing embeddings of ``widths`` (by party id)."""
+    ordered = dict(sorted(widths.items()))
+    head = blueprint.models.head(list(ordered.values()), task)
+    return Server(
+        head=head,
+        task=task,
+        train_labels=train_labels,
+        test_labels=test_labels,
+        optimizer=blueprint.models.optimizer(head.parameters()),
+        embedding_dims=ordered,
+    )
+
+
+def build_loop(blueprint: Blueprint, server: Server, transport: Transport) -> ServerLoop:
+    """The configured protocol's server-side loop over ``transport`` (in-process or network)."""
+    config = blueprint.config
+    privacy = None
+    if config.privacy.mechanism == "pbm":
+        width = next(iter(server.embedding_dims.values()))
+        privacy = stages.server_privacy(config, server.party_ids, width)
+    return make_loop(
+        stages.protocol_name(config),
+        server,
+        transport,
+        stages.sampler(config, len(server.labels[SPLIT_TRAIN])),
+        eval_batch_size=config.train.eval_batch_size,
+        options=stages.loop_options(config, privacy),
+    )
+
+
+def local_transport(config: RunConfig, parties: Sequence[Party]) -> Transport:
+    """The in-process transport, with the active party (if any) in the server's process."""
+    active = config.protocol.active_party
+    remote = {
+        p.party_id: PartyEndpoint(p.party_id, p.handle) for p in parties if p.party_id != active
+    }
+    transport = InProcTransport(remote)
+    if active == 0:
+        return transport
+    return ColocatedTransport(transport, {active: parties[active - 1].handle})
+
+
+def build_session(blueprint: Blueprint | RunConfig, data: VerticalData) -> Session:
+    """A whole run in this process: every party, the server, the loop and the transport.
+
+    A bare ``RunConfig`` stands for ``Blueprint.from_config(config)``.
+    """
+    if isinstance(blueprint, RunConfig):
+        blueprint = Blueprint.from_config(blueprint)
+    config = blueprint.config
+    if config.protocol.mode == "centralized":
+        return _centralized(blueprint, data)
+    _check_parties(config, data.num_parties)
+    bottoms = {
+        party: blueprint.models.bottom(party, block)
+        for party, block in enumerate(data.train_blocks, start=1)
+    }
+    widths = {
+        party: embedding_width(model, data.train_blocks[party - 1])
+        for party, model in bottoms.items()
+    }
+    parties = [
+        build_party(
+            blueprint,
+            party,
+            train,
+            test,
+            task=data.task,
+            train_labels=data.train_labels,
+            widths=widths,
+            model=bottoms[party],
+        )
+        for party, (train, test) in enumerate(
+            zip(data.train_blocks, data.test_blocks, strict=True), start=1
+        )
+    ]
+    server = build_server(
+        blueprint,
+        task=data.task,
+        train_labels=data.train_labels,
+        test_labels=data.test_labels,
+        widths=widths,
+    )
+    loop = build_loop(blueprint, server, local_transport(config, parties))
+    return Session(loop, LocalParties(parties))
+
+
+def _centralized(blueprint: Blueprint, data: VerticalData) -> Session:
+    """The centralized baseline: bottoms and head as one model, one optimizer, no messages."""
+    models = blueprint.models
+    bottoms = [models.bottom(party, x) for party, x in enumerate(data.train_blocks, start=1)]
+    widths = [embedding_width(b, x) for b, x in zip(bottoms, data.train_blocks, strict=True)]
+    combined = CombinedModel(bottoms, models.head(widths, data.task))
+    trainer = CentralizedTraining(
+        model=combined,
+        optimizer=models.optimizer(combined.parameters()),
+        task=data.task,
+        train_blocks=data.train_blocks,
+        test_blocks=data.test_blocks,
+        train_labels=data.train_labels,
+        test_labels=data.test_labels,
+        sampler=stages.sampler(blueprint.config, len(data.train_labels)),
+        eval_batch_size=blueprint.config.train.eval_batch_size,
+    )
+    return Session(trainer)
+
+
+def _check_parties(config: RunConfig, num_parties: int) -> None:
+    """Every party the config's settings name must be one of the data's parties."""
+    named = {"protocol.active_party": [config.protocol.active_party]}
+    named["lightweight.party"] = [entry.party for entry in config.lightweight.party]
+    for key, parties in named.items():
+        outside = [p for p in parties if p > num_parties]
+        if outside:
+            raise ConfigError(
+                f"{key}: {outside[0]} is not a party of the data; valid: 1..{num_parties}"
+            )

@@ -1,0 +1,211 @@
+"""Every pipeline stage a config describes, built through the registries that own them.
+
+Link codecs (``vfl.compress`` compressors, bit schedules, LVFL sparsification), local steps and
+learning-rate schedules, the PBM stage of each role, each party's lightweighting state, and the
+name of the protocol loop. Nothing else turns these config sections into objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+import torch
+
+from vfl.compress.base import Compressor
+from vfl.compress.links import CompressorCodec
+from vfl.compress.pipeline import MessageSeeds, TensorCodec
+from vfl.compress.registry import COMPRESSORS, make_compressor
+from vfl.compress.schedule import make_schedule as make_bit_schedule
+from vfl.compress.sparsify import SparsifyingCodec
+from vfl.config import CompressorConfig, RunConfig
+from vfl.models.optim import LearningRateSchedule
+from vfl.privacy.pbm import PoissonBinomialMechanism
+from vfl.privacy.secure_sum import PartySecureSum, ServerSecureSum, mechanism_generator
+from vfl.protocol.loop import Links, LoopOptions, ServerPrivacy
+from vfl.protocol.sampler import BatchSampler
+from vfl.prune import make_schedule as make_ratio_schedule
+from vfl.prune.lightweight import Lightweighting
+from vfl.roles.local import LocalSteps
+from vfl.seeding import derive_seed
+
+Entropy = Literal["seeded", "os"]
+"""Where privacy randomness comes from: seeded (reproducible simulation) or the OS."""
+
+IDENTITY = CompressorConfig(name="identity")
+
+
+def compressor_params(config: CompressorConfig, bits: int) -> dict[str, Any]:
+    """A link config's settings as keyword parameters of its compressor class.
+
+    A compressor takes those of ``bits``, ``low``/``high`` (a fixed range), ``ratio`` (which
+    replaces ``bits``) and ``per_row`` that it declares.
+    """
+    values: dict[str, Any] = {"per_row": config.per_row}
+    values.update({"ratio": config.ratio} if config.ratio > 0 else {"bits": bits})
+    if config.range == "fixed":
+        values.update(low=config.low, high=config.high)
+    declared = {f.name for f in dataclasses.fields(COMPRESSORS[config.name])}  # type: ignore[arg-type]
+    return {name: value for name, value in values.items() if name in declared}
+
+
+def compressor(config: CompressorConfig, bits: int) -> Compressor:
+    """The registered compressor a link config names, with ``bits`` bits per component."""
+    return make_compressor(config.name, **compressor_params(config, bits))
+
+
+def codec(config: CompressorConfig) -> TensorCodec | None:
+    """The codec of one link, or ``None`` for plain float32 tensors (``name = "none"``)."""
+    if config.name == "none":
+        return None
+    use_scores = config.name == "topk" and config.select == "gradient"
+    if config.schedule == "constant":
+        return CompressorCodec(compressor(config, config.bits), use_scores=use_scores)
+    if config.schedule == "steps":
+        pairs = tuple((int(start), int(bits)) for start, bits in config.steps)
+        schedule = make_bit_schedule("steps", steps=pairs)
+    else:
+        cap = COMPRESSORS[config.name].max_bits
+        schedule = make_bit_schedule("diminishing", initial=config.bits, max_bits=cap)
+
+    def build(bits: int) -> Compressor:
+        return compressor(config, bits)
+
+    return CompressorCodec(build, bits_at=schedule.bits_at, use_scores=use_scores)
+
+
+def links(config: RunConfig) -> Links:
+    """The codecs of every link, as the protocol loop needs them.
+
+    With shared labels the view always travels as compressed payloads (identity when no
+    compressor is set), and the server model uses the embedding compressor unless it has its
+    own (the C-VFL authors' choice). Gradients are compressed only with private labels.
+    """
+    compress = config.compress
+    if config.protocol.labels == "private":
+        return Links(
+            embedding=_sparse_decoder(config, codec(compress.embedding)),
+            gradient=codec(compress.gradient),
+        )
+    embedding = compress.embedding if compress.embedding.name != "none" else IDENTITY
+    server_model = compress.server_model if compress.server_model.name != "none" else embedding
+    return Links(
+        embedding=_sparse_decoder(config, codec(embedding)), server_model=codec(server_model)
+    )
+
+
+def _value_codec(config: RunConfig, link: TensorCodec | None) -> TensorCodec | None:
+    """What encodes the kept values of a sparsified upload: a quantizer, or plain float32."""
+    return None if config.compress.embedding.name in ("none", "identity") else link
+
+
+def _sparse_decoder(config: RunConfig, link: TensorCodec | None) -> TensorCodec | None:
+    """With LVFL sparsification, every embedding payload is decoded as a sparse one."""
+    if not config.lightweight.sparsifies:
+        return link
+    return SparsifyingCodec(inner=_value_codec(config, link))
+
+
+def uplink(config: RunConfig, party: int) -> TensorCodec | None:
+    """The codec party ``party`` encodes its embeddings with (its own ``β`` schedule)."""
+    embedding = config.compress.embedding
+    if config.protocol.labels == "shared" and embedding.name == "none":
+        embedding = IDENTITY
+    link = codec(embedding)
+    if not config.lightweight.sparsifies:
+        return link
+    beta = lightweighting(config, party).beta
+    return SparsifyingCodec(beta.value_at, inner=_value_codec(config, link))
+
+
+def lightweighting(config: RunConfig, party: int) -> Lightweighting:
+    """Party ``party``'s LVFL schedules (its own ``[[lightweight.party]]`` entry, if any)."""
+    alpha, beta = config.lightweight.schedules_of(party)
+    return Lightweighting(
+        make_ratio_schedule(alpha.spec(), name=f"lightweight alpha of party {party}"),
+        make_ratio_schedule(beta.spec(), name=f"lightweight beta of party {party}"),
+        after_upload=config.lightweight.prune_at == "after_upload",
+    )
+
+
+def learning_rate(config: RunConfig) -> LearningRateSchedule | None:
+    """The per-round learning rate, or ``None`` for the optimizer's constant rate."""
+    optimizer = config.train.optimizer
+    if optimizer.lr_schedule == "constant":
+        return None
+    return LearningRateSchedule(optimizer.lr, optimizer.lr_schedule)
+
+
+def local_steps(config: RunConfig) -> LocalSteps:
+    """Q and the proximal weight."""
+    return LocalSteps(config.protocol.local_steps, config.protocol.proximal_mu)
+
+
+def mechanism(config: RunConfig) -> PoissonBinomialMechanism:
+    """The configured Poisson Binomial Mechanism."""
+    privacy = config.privacy
+    return PoissonBinomialMechanism(clip=privacy.clip, trials=privacy.trials, beta=privacy.beta)
+
+
+def secure_aggregation(config: RunConfig) -> bool:
+    """Whether counts are masked (``auto`` means on with PBM)."""
+    return config.privacy.secure_aggregation != "off"
+
+
+def party_privacy(config: RunConfig, party: int, *, entropy: Entropy) -> PartySecureSum | None:
+    """A party's PBM stage, or ``None`` without a privacy mechanism.
+
+    With ``entropy = "os"`` (or ``privacy.secure_rng``) the mechanism's generator is seeded from
+    the operating system, never from ``train.seed``.
+    """
+    if config.privacy.mechanism != "pbm":
+        return None
+    os_entropy = entropy == "os" or config.privacy.secure_rng
+    seed = derive_seed(config.train.seed, "pbm", party)
+    generator: torch.Generator = mechanism_generator(seed, secure_rng=os_entropy)
+    return PartySecureSum(party, mechanism(config), generator, secure=secure_aggregation(config))
+
+
+def server_privacy(config: RunConfig, party_ids: tuple[int, ...], width: int) -> ServerPrivacy:
+    """The server's PBM stage: secure sums over ``party_ids`` of ``width``-wide embeddings."""
+    pbm = mechanism(config)
+    secure_sum = ServerSecureSum(
+        pbm,
+        party_ids,
+        secure=secure_aggregation(config),
+        fraction_bits=config.privacy.eval_fraction_bits,
+    )
+    return ServerPrivacy(
+        secure_sum=secure_sum,
+        event=pbm.event(parties=len(party_ids), dimension=width),
+        delta=config.privacy.delta,
+    )
+
+
+def loop_options(config: RunConfig, privacy: ServerPrivacy | None = None) -> LoopOptions:
+    """The server loop's local steps, link codecs, message seeds and learning rates."""
+    return LoopOptions(
+        steps=local_steps(config),
+        links=links(config),
+        seeds=MessageSeeds(config.train.seed),
+        learning_rate=learning_rate(config),
+        privacy=privacy,
+    )
+
+
+def protocol_name(config: RunConfig) -> str:
+    """The registered loop (``vfl.protocol.registry``) that runs the configured protocol."""
+    if config.privacy.mechanism == "pbm":
+        return "private_sum"
+    if config.protocol.labels == "shared":
+        return "shared_labels"
+    return "sequential" if config.protocol.schedule == "sequential" else "split"
+
+
+def sampler(config: RunConfig, num_train: int) -> BatchSampler:
+    """The server's batch order, seeded by ``(train.seed, "batches")``."""
+    train = config.train
+    seed = derive_seed(train.seed, "batches")
+    return BatchSampler(
+        num_train, train.batch_size, shuffle=train.shuffle, seed=seed, drop_last=train.drop_last
+    )
