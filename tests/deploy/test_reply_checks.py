@@ -1,4 +1,4 @@
-"""The reply rules the gRPC transport applies: types, sizes and shapes per request."""
+"""The reply rules both transports apply: requests declare replies, replies check their sizes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from vfl.deploy.messages import (
     SetupReply,
 )
 from vfl.errors import WireError
-from vfl.transport.grpc_checks import check_reply_content, expect, rule_for
+from vfl.transport import InProcTransport, PartyEndpoint
 from vfl.wire import (
     Ack,
     CompressedEmbedReply,
@@ -59,7 +59,7 @@ SECAGG = SecAggSetup(
     ],
 )
 def test_valid_replies_pass(request_: Message, reply: Message) -> None:
-    check_reply_content(request_, reply)
+    request_.check_reply(reply)
 
 
 @pytest.mark.parametrize(
@@ -101,20 +101,29 @@ def test_invalid_replies_are_rejected_with_the_reason(
     request_: Message, reply: Message, reason: str
 ) -> None:
     with pytest.raises(WireError, match=reason):
-        check_reply_content(request_, reply)
+        request_.check_reply(reply)
 
 
-def test_a_request_without_a_rule_gets_the_generic_checks_only() -> None:
-    # Prepare: a message type no rule names
+def test_a_message_declaring_no_replies_gets_the_replys_own_checks_only() -> None:
+    # Prepare: a message type that declares no replies
     class Unknown(Message):
         pass
 
     # Execute / Assert
-    assert rule_for(Unknown) is None
-    check_reply_content(Unknown(round=0), Ack(round=0))
+    assert Unknown.REPLIES == ()
+    Unknown(round=0).check_reply(Ack(round=0))
     with pytest.raises(WireError, match="non-finite"):
-        check_reply_content(
-            Unknown(round=0), EmbedReply(round=0, embedding=torch.full((1, 1), torch.nan))
-        )
-    with pytest.raises(ValueError, match="at least one"):
-        expect(Unknown)
+        Unknown(round=0).check_reply(EmbedReply(round=0, embedding=torch.full((1, 1), torch.nan)))
+
+
+def test_the_in_process_transport_rejects_a_bad_reply_by_the_same_rule() -> None:
+    # Prepare: a party that answers an embedding request with an Ack
+    transport = InProcTransport({1: PartyEndpoint(1, lambda message: Ack(round=message.round))})
+
+    # Execute
+    exchange = transport.request({1: EMBED})
+
+    # Assert
+    assert not exchange.replies
+    assert isinstance(exchange.failures[1], WireError)
+    assert "Ack is not a valid reply to EmbedRequest" in str(exchange.failures[1])

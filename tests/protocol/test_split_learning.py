@@ -185,15 +185,16 @@ def test_a_diverging_run_stops_with_a_clear_error() -> None:
     # Prepare
     from tests.conftest import make_vertical_data
     from vfl.config import load_config
-    from vfl.errors import TrainingDiverged, WireError
+    from vfl.errors import ProtocolError, TrainingDiverged
     from vfl.run.compose import build_session
 
     data = make_vertical_data(num_train=64, num_test=16, widths=(3, 4), num_classes=2)
     settings = load_config(None, ["train.optimizer.name=sgd", "train.optimizer.lr=1e30"])
     simulation = build_session(settings, data)
 
-    # Execute / Assert: whichever role's numbers break first names the divergence
-    with pytest.raises((TrainingDiverged, WireError), match="diverged"):
+    # Execute / Assert: whichever role's numbers break first names the divergence (a party's
+    # non-finite embedding is a rejected reply, which the loop reports as a ProtocolError)
+    with pytest.raises((TrainingDiverged, ProtocolError), match="diverged"):
         for epoch in range(5):
             simulation.trainer.train_epoch(epoch)
 

@@ -4,20 +4,70 @@ Control messages are never recorded in the communication ledger (see ``vfl.trans
 the gRPC transport counts their bytes on the wire under ``control``. All go from the server to
 a party, which answers with ``PsiPointsReply``, ``SetupReply`` or ``ControlAck``. A party never
 receives an identifier in the clear: only blinded group elements (32 bytes each) and positions
-in the list it sent itself. The valid reply to each request, with its sizes, is registered with
-the gRPC transport's reply checks (``vfl.transport.grpc_checks.expect``).
+in the list it sent itself. Each request declares the reply it accepts (``REPLIES``) and each
+reply checks its sizes against the request (``check_answer``), as the training messages do.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
 from vfl.deploy.psi import POINT_BYTES
 from vfl.errors import WireError
-from vfl.transport.grpc_checks import expect
 from vfl.wire.schema import Message, register
+
+# Replies (party to server).
+
+
+@register(kind=62)
+@dataclass(frozen=True)
+class PsiPointsReply(Message):
+    """A list of blinded elements (concatenated 32-byte encodings), in the order received."""
+
+    points: bytes
+
+    def check_answer(self, request: Message) -> None:
+        """Whole elements; a blinded list keeps the length it was sent with."""
+        if len(self.points) % POINT_BYTES:
+            raise WireError(
+                f"a PSI list of {len(self.points)} bytes is not a whole number of"
+                f" {POINT_BYTES}-byte elements"
+            )
+        if isinstance(request, PsiBlindRequest) and len(self.points) != len(request.points):
+            raise WireError(
+                f"a blinded PSI list has {len(self.points) // POINT_BYTES} elements; it was sent"
+                f" {len(request.points) // POINT_BYTES}"
+            )
+
+
+@register(kind=65)
+@dataclass(frozen=True)
+class SetupReply(Message):
+    """The role is ready: its embedding width and the aligned row counts."""
+
+    width: int
+    num_train: int
+    num_test: int
+
+    def check_answer(self, request: Message) -> None:
+        """A width of at least 1 and non-negative row counts."""
+        if self.width < 1 or self.num_train < 0 or self.num_test < 0:
+            raise WireError(
+                f"a setup reply needs width >= 1 and row counts >= 0, got width {self.width},"
+                f" {self.num_train} train and {self.num_test} test rows"
+            )
+
+
+@register(kind=67)
+@dataclass(frozen=True)
+class ControlAck(Message):
+    """The control request of this round was carried out."""
+
+
+# Requests (server to party).
 
 
 @register(kind=60)
@@ -25,6 +75,7 @@ from vfl.wire.schema import Message, register
 class PsiStartRequest(Message):
     """Blind your own IDs of ``split`` with your secret key, in a secret random order."""
 
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (PsiPointsReply,)
     split: int
 
 
@@ -38,15 +89,8 @@ class PsiBlindRequest(Message):
         points: Concatenated 32-byte encodings of group elements.
     """
 
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (PsiPointsReply,)
     split: int
-    points: bytes
-
-
-@register(kind=62)
-@dataclass(frozen=True)
-class PsiPointsReply(Message):
-    """A list of blinded elements (concatenated 32-byte encodings), in the order received."""
-
     points: bytes
 
 
@@ -62,6 +106,7 @@ class PsiResultRequest(Message):
         alignment: The id under which to save the alignment (the same at every holder).
     """
 
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (ControlAck,)
     split: int
     order: torch.Tensor
     alignment: str
@@ -83,6 +128,7 @@ class SetupRequest(Message):
             aligned order, ``(N,)``; otherwise empty (labels stay with the server).
     """
 
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (SetupReply,)
     config: str
     alignment: str
     restore_round: int
@@ -91,54 +137,9 @@ class SetupRequest(Message):
     labels: torch.Tensor
 
 
-@register(kind=65)
-@dataclass(frozen=True)
-class SetupReply(Message):
-    """The role is ready: its embedding width and the aligned row counts."""
-
-    width: int
-    num_train: int
-    num_test: int
-
-
 @register(kind=66)
 @dataclass(frozen=True)
 class CheckpointRequest(Message):
     """Save your role's state as of ``round`` (an epoch just completed at the server)."""
 
-
-@register(kind=67)
-@dataclass(frozen=True)
-class ControlAck(Message):
-    """The control request of this round was carried out."""
-
-
-def _check_points(request: Message, reply: Message) -> None:
-    """A PSI reply holds whole elements; a blinded list keeps the length it was sent with."""
-    assert isinstance(reply, PsiPointsReply)
-    if len(reply.points) % POINT_BYTES:
-        raise WireError(
-            f"a PSI list of {len(reply.points)} bytes is not a whole number of"
-            f" {POINT_BYTES}-byte elements"
-        )
-    if isinstance(request, PsiBlindRequest) and len(reply.points) != len(request.points):
-        raise WireError(
-            f"a blinded PSI list has {len(reply.points) // POINT_BYTES} elements; it was sent"
-            f" {len(request.points) // POINT_BYTES}"
-        )
-
-
-def _check_setup(request: Message, reply: Message) -> None:
-    assert isinstance(reply, SetupReply)
-    if reply.width < 1 or reply.num_train < 0 or reply.num_test < 0:
-        raise WireError(
-            f"a setup reply needs width >= 1 and row counts >= 0, got width {reply.width},"
-            f" {reply.num_train} train and {reply.num_test} test rows"
-        )
-
-
-expect(PsiStartRequest, PsiPointsReply, check=_check_points)
-expect(PsiBlindRequest, PsiPointsReply, check=_check_points)
-expect(PsiResultRequest, ControlAck)
-expect(SetupRequest, SetupReply, check=_check_setup)
-expect(CheckpointRequest, ControlAck)
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (ControlAck,)

@@ -87,7 +87,14 @@ class PartyEndpoint:
 
 
 def check_reply(frame: Frame, *, party: int, request: Message) -> Message:
-    """Server-side check that a reply comes from the addressed party and answers this round."""
+    """The server's check of every reply, whatever the transport.
+
+    The reply must come from the addressed party, answer this round, be of a type the request
+    accepts and fit it (``Message.check_reply``).
+
+    Raises:
+        WireError: naming what is wrong.
+    """
     if frame.sender != party:
         raise WireError(f"reply to party {party}'s request claims sender {frame.sender}")
     if frame.message.round != request.round:
@@ -95,4 +102,5 @@ def check_reply(frame: Frame, *, party: int, request: Message) -> Message:
             f"party {party} replied for round {frame.message.round} to a round-{request.round}"
             " request (stale or replayed)"
         )
+    request.check_reply(frame.message)
     return frame.message

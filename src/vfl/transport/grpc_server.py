@@ -5,7 +5,7 @@ that chunks arrive as raw bytes). Each party opens one bidirectional stream and 
 the server admits it only after ``Authenticator.check`` and then writes requests to it. A
 reader thread per stream rebuilds frames from chunks and checks each one (size before
 buffering, structure, sender, kind for the phase, round, and the reply's type, sizes and shapes
-for its request, ``vfl.transport.grpc_checks``) before it settles the open request with the
+for its request, ``Message.check_reply``) before it settles the open request with the
 same message id; a bad frame is logged with its reason and dropped.
 """
 
@@ -23,7 +23,6 @@ import grpc
 from vfl.errors import ConfigError, WireError
 from vfl.transport.base import check_reply
 from vfl.transport.chunks import Reassembler, parse_chunk
-from vfl.transport.grpc_checks import check_reply_content
 from vfl.transport.link import (
     CONTROL,
     METHOD_NAME,
@@ -267,9 +266,7 @@ class PartyStreams:
                 f"party {party} answered a {type(pending.message).__name__} with a"
                 f" {type(message).__name__}, a kind not valid in this phase"
             )
-        reply = check_reply(decoded, party=party, request=pending.message)
-        check_reply_content(pending.message, reply)
-        return reply
+        return check_reply(decoded, party=party, request=pending.message)
 
     def _reject(self, party: int, pending: Pending | None, reason: str) -> None:
         log.warning("rejected a frame from party %d: %s", party, reason)

@@ -1,4 +1,4 @@
-"""The single wire codec: typed messages to bytes and back (no pickle)."""
+"""The wire format: typed messages to framed bytes and back (no pickle)."""
 
 from vfl.wire.frames import HEADER_SIZE, Frame, decode, encode
 from vfl.wire.messages import (

@@ -17,7 +17,7 @@ import torch
 from vfl.errors import WireError
 
 if sys.byteorder != "little":  # pragma: no cover - every supported host is little-endian
-    raise ImportError("vfl's wire codec assumes a little-endian host")
+    raise ImportError("vfl's wire format assumes a little-endian host")
 
 # Codes are part of the wire format: never renumber, only append.
 DTYPE_CODES: dict[torch.dtype, int] = {
@@ -72,7 +72,7 @@ class Reader:
         return len(self._data) - self._pos
 
 
-class FieldCodec(ABC):
+class FieldEncoding(ABC):
     """Encodes one field type."""
 
     @abstractmethod
@@ -84,7 +84,7 @@ class FieldCodec(ABC):
         """Read one value."""
 
 
-class IntCodec(FieldCodec):
+class IntField(FieldEncoding):
     """A signed 64-bit integer (8 bytes)."""
 
     def encode(self, value: Any, out: list[bytes]) -> None:
@@ -98,7 +98,7 @@ class IntCodec(FieldCodec):
         return int(reader.unpack(_I64)[0])
 
 
-class FloatCodec(FieldCodec):
+class FloatField(FieldEncoding):
     """An IEEE-754 double (8 bytes)."""
 
     def encode(self, value: Any, out: list[bytes]) -> None:
@@ -110,7 +110,7 @@ class FloatCodec(FieldCodec):
         return float(reader.unpack(_F64)[0])
 
 
-class BytesCodec(FieldCodec):
+class BytesField(FieldEncoding):
     """Raw bytes: a u32 length, then the bytes."""
 
     def encode(self, value: Any, out: list[bytes]) -> None:
@@ -124,23 +124,23 @@ class BytesCodec(FieldCodec):
         return bytes(reader.take(size))
 
 
-class StrCodec(FieldCodec):
+class StrField(FieldEncoding):
     """UTF-8 text: a u32 length, then the bytes."""
 
     def encode(self, value: Any, out: list[bytes]) -> None:
         """Append the encoding of ``value`` to ``out``."""
-        BytesCodec().encode(str(value).encode("utf-8"), out)
+        BytesField().encode(str(value).encode("utf-8"), out)
 
     def decode(self, reader: Reader) -> str:
         """Read one value."""
-        raw = BytesCodec().decode(reader)
+        raw = BytesField().decode(reader)
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError as error:
             raise WireError(f"text field is not valid UTF-8: {error}") from None
 
 
-class TensorCodec(FieldCodec):
+class TensorField(FieldEncoding):
     """A dense tensor: dtype code (u8), ndim (u8), ndim u32 sizes, then raw little-endian data.
 
     A 2-D tensor therefore costs ``2 + 2 * 4 = 10`` header bytes plus its payload.
@@ -188,10 +188,10 @@ class TensorCodec(FieldCodec):
         return torch.frombuffer(payload, dtype=dtype).reshape(shape)
 
 
-class TensorListCodec(FieldCodec):
+class TensorListField(FieldEncoding):
     """A sequence of tensors: a u32 count, then each tensor."""
 
-    _tensor = TensorCodec()
+    _tensor = TensorField()
 
     def encode(self, value: Any, out: list[bytes]) -> None:
         """Append the encoding of ``value`` to ``out``."""
@@ -207,10 +207,10 @@ class TensorListCodec(FieldCodec):
         return tuple(self._tensor.decode(reader) for _ in range(count))
 
 
-class BytesListCodec(FieldCodec):
+class BytesListField(FieldEncoding):
     """A sequence of byte strings: a u32 count, then each as ``bytes``."""
 
-    _bytes = BytesCodec()
+    _bytes = BytesField()
 
     def encode(self, value: Any, out: list[bytes]) -> None:
         """Append the encoding of ``value`` to ``out``."""
@@ -226,14 +226,14 @@ class BytesListCodec(FieldCodec):
         return tuple(self._bytes.decode(reader) for _ in range(count))
 
 
-# Annotation strings (messages use ``from __future__ import annotations``) to codecs.
-CODECS_BY_ANNOTATION: dict[str, FieldCodec] = {
-    "int": IntCodec(),
-    "float": FloatCodec(),
-    "bytes": BytesCodec(),
-    "str": StrCodec(),
-    "torch.Tensor": TensorCodec(),
-    "Tensor": TensorCodec(),
-    "tuple[torch.Tensor, ...]": TensorListCodec(),
-    "tuple[bytes, ...]": BytesListCodec(),
+# Annotation strings (messages use ``from __future__ import annotations``) to field encodings.
+ENCODINGS_BY_ANNOTATION: dict[str, FieldEncoding] = {
+    "int": IntField(),
+    "float": FloatField(),
+    "bytes": BytesField(),
+    "str": StrField(),
+    "torch.Tensor": TensorField(),
+    "Tensor": TensorField(),
+    "tuple[torch.Tensor, ...]": TensorListField(),
+    "tuple[bytes, ...]": BytesListField(),
 }

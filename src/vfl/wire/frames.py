@@ -1,4 +1,4 @@
-"""The one wire codec: message objects to bytes and back, with validation on the way in.
+"""The frame format: message objects to bytes and back, with validation on the way in.
 
 A frame is a fixed 10-byte header followed by the message body::
 
@@ -49,8 +49,8 @@ def encode(message: Message, *, sender: int) -> bytes:
     if not 0 <= sender <= 0xFFFF:
         raise WireError(f"sender {sender} does not fit the u16 header field")
     out = [HEADER.pack(MAGIC, VERSION, schema.kind, sender, message.round)]
-    for name, codec in zip(schema.names, schema.codecs, strict=True):
-        codec.encode(getattr(message, name), out)
+    for name, encoding in zip(schema.names, schema.encodings, strict=True):
+        encoding.encode(getattr(message, name), out)
     return b"".join(out)
 
 
@@ -76,7 +76,8 @@ def decode(data: bytes | bytearray | memoryview, *, max_bytes: int = DEFAULT_MAX
     if schema is None:
         raise WireError(f"unknown message kind {kind}")
     values = {
-        name: codec.decode(reader) for name, codec in zip(schema.names, schema.codecs, strict=True)
+        name: encoding.decode(reader)
+        for name, encoding in zip(schema.names, schema.encodings, strict=True)
     }
     if reader.remaining:
         raise WireError(f"{reader.remaining} unexpected bytes after a {schema.cls.__name__} body")

@@ -2,30 +2,28 @@
 
 Kind codes are part of the wire format: never renumber or reuse one; append new types.
 Tensor shapes use B = batch size and P = the sending party's embedding width.
+
+Every request declares the replies it accepts (``REPLIES``), and a reply type may check its
+content against the request it answers (``check_answer``); both transports apply these rules
+to every reply they receive (``Message.check_reply``), so replies are defined first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
+from vfl.errors import WireError
+from vfl.wire.checks import all_finite
 from vfl.wire.schema import Message, register
 
 SPLIT_TRAIN = 0
 SPLIT_TEST = 1
+PUBLIC_KEY_BYTES = 32
 
-
-@register(kind=1)
-@dataclass(frozen=True)
-class EmbedRequest(Message):
-    """Server to party: embed these training samples and keep the graph for the backward pass.
-
-    Attributes:
-        ids: ``int64`` row positions in the aligned training split, shape ``(B,)``.
-    """
-
-    ids: torch.Tensor
+# Replies (party to server).
 
 
 @register(kind=2)
@@ -35,39 +33,31 @@ class EmbedReply(Message):
 
     embedding: torch.Tensor
 
-
-@register(kind=3)
-@dataclass(frozen=True)
-class GradRequest(Message):
-    """Server to party: d loss / d embedding for the round's batch, shape ``(B, P)``; step on it."""
-
-    grad: torch.Tensor
+    def check_answer(self, request: Message) -> None:
+        """A finite 2-D float tensor with one row per requested sample."""
+        embedding = self.embedding
+        if embedding.ndim != 2 or not torch.is_floating_point(embedding):
+            raise WireError(
+                f"an embedding must be a 2-D floating point tensor (batch, width), got"
+                f" {embedding.dtype} of shape {tuple(embedding.shape)}"
+            )
+        ids = getattr(request, "ids", None)
+        if isinstance(ids, torch.Tensor) and embedding.shape[0] != ids.shape[0]:
+            raise WireError(
+                f"an embedding of {embedding.shape[0]} rows answers a request for"
+                f" {ids.shape[0]} samples"
+            )
+        if not all_finite(embedding):
+            raise WireError(
+                "an embedding holds non-finite values (the party's model diverged, or the"
+                " message is corrupt)"
+            )
 
 
 @register(kind=4)
 @dataclass(frozen=True)
 class Ack(Message):
     """Party to server: the request of this round was carried out."""
-
-
-@register(kind=5)
-@dataclass(frozen=True)
-class EvalRequest(Message):
-    """Server to party: embed these samples in evaluation mode (no graph, no update).
-
-    Attributes:
-        ids: ``int64`` row positions, shape ``(B,)``.
-        split: ``SPLIT_TRAIN`` or ``SPLIT_TEST``.
-    """
-
-    ids: torch.Tensor
-    split: int
-
-
-@register(kind=6)
-@dataclass(frozen=True)
-class Shutdown(Message):
-    """Server to party: training is over; release resources."""
 
 
 # Kinds 10-19: compressed exchanges and local iterations (C-VFL, FedBCD, LVFL).
@@ -85,57 +75,7 @@ class CompressedEmbedReply(Message):
     payload: bytes
 
 
-@register(kind=11)
-@dataclass(frozen=True)
-class CompressedGradRequest(Message):
-    """Server to party: d loss / d embedding for the round, compressed; take the local steps."""
-
-    payload: bytes
-
-
-@register(kind=12)
-@dataclass(frozen=True)
-class ViewBroadcast(Message):
-    """Server to party (shared labels, C-VFL Algorithm 1): the round's stale compressed view.
-
-    Attributes:
-        embeddings: Every party's compressed embedding payload as received, in party order (the
-            receiver's own included, as the paper's cost model counts it).
-        server_model: The server model's parameters, flattened and compressed with C_0.
-    """
-
-    embeddings: tuple[bytes, ...]
-    server_model: bytes
-
-
-@register(kind=13)
-@dataclass(frozen=True)
-class RefreshRequest(Message):
-    """Server to party (FedBCD-s): re-embed this round's batch with your updated model."""
-
-
 # Kinds 20-29: the Poisson Binomial Mechanism and secure aggregation (VFL-PBM).
-
-
-@register(kind=20)
-@dataclass(frozen=True)
-class SecAggSetup(Message):
-    """Server to party: start secure aggregation (Bonawitz et al.'s Protocol 0).
-
-    Attributes:
-        run_id: Fresh random bytes naming this key agreement (bound into every pair seed).
-        party_ids: ``int64`` ids of all parties, ascending.
-        max_count: The largest count a party contributes in training (PBM's b).
-        bits: k: masked counts are sent mod 2^k, k >= ceil(log2(M b + 1)).
-        eval_fraction_bits: f: evaluation embeddings are summed securely in fixed point with
-            2^f steps per clip bound (0: evaluation embeddings are not aggregated securely).
-    """
-
-    run_id: bytes
-    party_ids: torch.Tensor
-    max_count: int
-    bits: int
-    eval_fraction_bits: int
 
 
 @register(kind=21)
@@ -145,14 +85,12 @@ class PublicKeyAnnounce(Message):
 
     public_key: bytes
 
-
-@register(kind=22)
-@dataclass(frozen=True)
-class PublicKeyDirectory(Message):
-    """Server to party: every party's public key, relayed; the server holds no private key."""
-
-    party_ids: torch.Tensor
-    public_keys: tuple[bytes, ...]
+    def check_answer(self, request: Message) -> None:
+        """An X25519 public key is exactly 32 bytes."""
+        if len(self.public_key) != PUBLIC_KEY_BYTES:
+            raise WireError(
+                f"a public key must be {PUBLIC_KEY_BYTES} bytes, got {len(self.public_key)}"
+            )
 
 
 @register(kind=23)
@@ -173,3 +111,121 @@ class PackedCounts(Message):
     """Party to server (PBM without secure aggregation): counts bit-packed at ceil(log2(b+1))."""
 
     payload: bytes
+
+
+# Requests (server to party).
+
+
+@register(kind=1)
+@dataclass(frozen=True)
+class EmbedRequest(Message):
+    """Server to party: embed these training samples and keep the graph for the backward pass.
+
+    Attributes:
+        ids: ``int64`` row positions in the aligned training split, shape ``(B,)``.
+    """
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (
+        EmbedReply,
+        CompressedEmbedReply,
+        MaskedCounts,
+        PackedCounts,
+    )
+    ids: torch.Tensor
+
+
+@register(kind=3)
+@dataclass(frozen=True)
+class GradRequest(Message):
+    """Server to party: d loss / d embedding for the round's batch, shape ``(B, P)``; step on it."""
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (Ack,)
+    grad: torch.Tensor
+
+
+@register(kind=5)
+@dataclass(frozen=True)
+class EvalRequest(Message):
+    """Server to party: embed these samples in evaluation mode (no graph, no update).
+
+    Attributes:
+        ids: ``int64`` row positions, shape ``(B,)``.
+        split: ``SPLIT_TRAIN`` or ``SPLIT_TEST``.
+    """
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (EmbedReply, MaskedCounts)
+    ids: torch.Tensor
+    split: int
+
+
+@register(kind=6)
+@dataclass(frozen=True)
+class Shutdown(Message):
+    """Server to party: training is over; release resources."""
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (Ack,)
+
+
+@register(kind=11)
+@dataclass(frozen=True)
+class CompressedGradRequest(Message):
+    """Server to party: d loss / d embedding for the round, compressed; take the local steps."""
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (Ack,)
+    payload: bytes
+
+
+@register(kind=12)
+@dataclass(frozen=True)
+class ViewBroadcast(Message):
+    """Server to party (shared labels, C-VFL Algorithm 1): the round's stale compressed view.
+
+    Attributes:
+        embeddings: Every party's compressed embedding payload as received, in party order (the
+            receiver's own included, as the paper's cost model counts it).
+        server_model: The server model's parameters, flattened and compressed with C_0.
+    """
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (Ack,)
+    embeddings: tuple[bytes, ...]
+    server_model: bytes
+
+
+@register(kind=13)
+@dataclass(frozen=True)
+class RefreshRequest(Message):
+    """Server to party (FedBCD-s): re-embed this round's batch with your updated model."""
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (EmbedReply, CompressedEmbedReply)
+
+
+@register(kind=20)
+@dataclass(frozen=True)
+class SecAggSetup(Message):
+    """Server to party: start secure aggregation (Bonawitz et al.'s Protocol 0).
+
+    Attributes:
+        run_id: Fresh random bytes naming this key agreement (bound into every pair seed).
+        party_ids: ``int64`` ids of all parties, ascending.
+        max_count: The largest count a party contributes in training (PBM's b).
+        bits: k: masked counts are sent mod 2^k, k >= ceil(log2(M b + 1)).
+        eval_fraction_bits: f: evaluation embeddings are summed securely in fixed point with
+            2^f steps per clip bound (0: evaluation embeddings are not aggregated securely).
+    """
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (PublicKeyAnnounce,)
+    run_id: bytes
+    party_ids: torch.Tensor
+    max_count: int
+    bits: int
+    eval_fraction_bits: int
+
+
+@register(kind=22)
+@dataclass(frozen=True)
+class PublicKeyDirectory(Message):
+    """Server to party: every party's public key, relayed; the server holds no private key."""
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (Ack,)
+    party_ids: torch.Tensor
+    public_keys: tuple[bytes, ...]

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
-from vfl.wire.fields import CODECS_BY_ANNOTATION, FieldCodec
+from vfl.errors import WireError
+from vfl.wire.fields import ENCODINGS_BY_ANNOTATION, FieldEncoding
 
 SERVER_ID = 0
 """The sender id of the server; parties are numbered 1..M (C-VFL's convention)."""
@@ -15,24 +16,46 @@ SERVER_ID = 0
 
 @dataclass(frozen=True)
 class Message:
-    """Base of every message: frozen dataclasses whose fields the codec knows how to encode.
+    """Base of every message: frozen dataclasses whose fields the frame format can encode.
 
     Attributes:
         round: The global round the message belongs to; it travels in the frame header.
     """
 
     KIND: ClassVar[int] = 0
+    REPLIES: ClassVar[tuple[type[Message], ...]] = ()
+    """For a request: the reply types it accepts (empty: any reply, content checks only)."""
     round: int
+
+    def check_reply(self, reply: Message) -> None:
+        """Raise ``WireError`` unless ``reply`` is a valid answer to this request.
+
+        The rule both transports apply to every reply: its type must be one of ``REPLIES``,
+        then the reply checks its content against this request (``check_answer``).
+        """
+        if self.REPLIES and not isinstance(reply, self.REPLIES):
+            valid = ", ".join(t.__name__ for t in self.REPLIES)
+            raise WireError(
+                f"{type(reply).__name__} is not a valid reply to {type(self).__name__}"
+                f" (valid: {valid})"
+            )
+        reply.check_answer(self)
+
+    def check_answer(self, request: Message) -> None:
+        """As a reply: raise ``WireError`` if its content does not fit ``request`` (sizes, shapes).
+
+        Nothing to check by default.
+        """
 
 
 @dataclass(frozen=True)
 class MessageSchema:
-    """What the codec needs to know about one message type."""
+    """What the frame format needs to know about one message type."""
 
     kind: int
     cls: type[Message]
     names: tuple[str, ...]
-    codecs: tuple[FieldCodec, ...]
+    encodings: tuple[FieldEncoding, ...]
 
 
 _REGISTRY: dict[int, MessageSchema] = {}
@@ -44,8 +67,8 @@ M = TypeVar("M", bound=type[Message])
 def register(kind: int) -> Callable[[M], M]:
     """Class decorator giving a message type its kind code (1..255, never reused).
 
-    Every field after ``round`` must have an annotation the codec knows
-    (see ``vfl.wire.fields.CODECS_BY_ANNOTATION``).
+    Every field after ``round`` must have an annotation the frame format knows
+    (see ``vfl.wire.fields.ENCODINGS_BY_ANNOTATION``).
     """
 
     def decorate(cls: M) -> M:
@@ -54,18 +77,18 @@ def register(kind: int) -> Callable[[M], M]:
         if kind in _REGISTRY:
             raise ValueError(f"message kind {kind} is taken by {_REGISTRY[kind].cls.__name__}")
         fields = [f for f in dataclasses.fields(cls) if f.name != "round"]
-        codecs = []
+        encodings = []
         for f in fields:
             annotation = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
-            codec = CODECS_BY_ANNOTATION.get(annotation)
-            if codec is None:
+            encoding = ENCODINGS_BY_ANNOTATION.get(annotation)
+            if encoding is None:
                 raise TypeError(
-                    f"{cls.__name__}.{f.name}: no wire codec for annotation {annotation!r};"
-                    f" valid: {sorted(CODECS_BY_ANNOTATION)}"
+                    f"{cls.__name__}.{f.name}: no wire encoding for annotation {annotation!r};"
+                    f" valid: {sorted(ENCODINGS_BY_ANNOTATION)}"
                 )
-            codecs.append(codec)
+            encodings.append(encoding)
         cls.KIND = kind
-        schema = MessageSchema(kind, cls, tuple(f.name for f in fields), tuple(codecs))
+        schema = MessageSchema(kind, cls, tuple(f.name for f in fields), tuple(encodings))
         _REGISTRY[kind] = schema
         _SCHEMAS_BY_CLASS[cls] = schema
         return cls
