@@ -197,3 +197,23 @@ def test_a_second_run_into_the_same_directory_is_refused(
     # Assert
     assert status == 2
     assert "already holds a run; continue it with `vfl run --resume" in capsys.readouterr().err
+
+
+def test_a_missing_optional_dependency_names_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: matplotlib is not installed (an import of it fails)
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.delitem(sys.modules, "vfl.experiments.plots", raising=False)
+    monkeypatch.delitem(sys.modules, "vfl.experiments.report", raising=False)
+
+    # Execute
+    status = main(["plot", "no-such-sweep"])
+
+    # Assert
+    assert status == 2
+    error = capsys.readouterr().err
+    assert "pip install 'vfl[plots]'" in error
+    assert "matplotlib" in error

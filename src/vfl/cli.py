@@ -16,6 +16,8 @@ from vfl.experiments.cli import register as register_experiments
 from vfl.privacy.cli import register as register_privacy
 
 RESUMABLE_KEYS = ("train.epochs", "output.progress")
+EXTRAS = {"grpc": "deploy", "google": "deploy", "nacl": "deploy", "matplotlib": "plots"}
+"""Optional dependencies by top-level module, and the extra that installs each."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -27,6 +29,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except VflError as error:
         print(f"vfl: error: {error}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as error:
+        extra = EXTRAS.get((error.name or "").partition(".")[0])
+        if extra is None:
+            raise
+        print(
+            f"vfl: error: `vfl {args.command}` needs {error.name!r}, an optional dependency:"
+            f" pip install 'vfl[{extra}]'",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         print("vfl: interrupted; resume with `vfl run --resume RUN_DIR`", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -14,25 +15,31 @@ from vfl.compress import (
     COMPRESSORS,
     Compressed,
     Compressor,
-    Identity,
-    LatticeQuantizer,
-    ScalarQuantizer,
     TopK,
     make_compressor,
 )
+from vfl.config import CompressorConfig
 from vfl.errors import ConfigError, WireError
+from vfl.run.stages import compressor
 
+
+def configured(name: str, bits: int = 32, **settings: Any) -> Compressor:
+    """A compressor exactly as a run builds it from its ``[compress]`` table."""
+    return compressor(CompressorConfig(name=name, bits=bits, **settings), bits)
+
+
+FIXED = {"range": "fixed", "low": -1.0, "high": 1.0}
 CASES: dict[str, Compressor] = {
-    "identity": Identity(),
-    "scalar-b2-fixed": ScalarQuantizer(bits=2, low=-1.0, high=1.0),
-    "scalar-b3-message": ScalarQuantizer(bits=3),
-    "scalar-b16-message": ScalarQuantizer(bits=16),
-    "lattice-b1-message": LatticeQuantizer(bits=1),
-    "lattice-b2-fixed": LatticeQuantizer(bits=2, low=-1.0, high=1.0),
-    "lattice-b3-message": LatticeQuantizer(bits=3),
-    "topk-b2-shared": TopK(bits=2),
-    "topk-k3-rows": TopK(k=3, per_row=True),
-    "topk-ratio": TopK(ratio=0.3),
+    "identity": configured("identity"),
+    "scalar-b2-fixed": configured("scalar", 2, **FIXED),
+    "scalar-b3-message": configured("scalar", 3),
+    "scalar-b16-message": configured("scalar", 16),
+    "lattice-b1-message": configured("lattice", 1),
+    "lattice-b2-fixed": configured("lattice", 2, **FIXED),
+    "lattice-b3-message": configured("lattice", 3),
+    "topk-b2-shared": configured("topk", 2),
+    "topk-k3-rows": TopK(k=3, per_row=True),  # a fixed k: only the Python API sets one
+    "topk-ratio": configured("topk", ratio=0.3),
 }
 SEEDS = st.integers(0, 2**63 - 1)
 CONTRACT = settings(max_examples=12, deadline=None)

@@ -61,7 +61,7 @@ def test_deployed_training_equals_the_in_process_simulation(
             deployed.state_dir(party.party_id) / f"checkpoint-{rounds}.pt", weights_only=True
         )
         for name, value in party.model.state_dict().items():
-            torch.testing.assert_close(state["model"][name], value, atol=1e-6, rtol=0)
+            torch.testing.assert_close(state["role"]["model"][name], value, atol=1e-6, rtol=0)
     # Assert: the same ledger, byte for byte, and the same metrics
     assert (deployed.run_dir / "ledger.csv").read_text() == (tmp_path / "ledger.csv").read_text()
     local = RunDirectory(tmp_path).read_metrics()

@@ -155,7 +155,9 @@ class PartyRuntime:
             widths=ConfigModels(config).declared_widths(request.num_parties) if shared else None,
         )
         if request.restore_round >= 0:
-            party.load_state_dict(self.state.load_checkpoint(request.restore_round))
+            saved = self.state.load_checkpoint(request.restore_round)
+            party.load_state_dict(saved["role"])
+            torch.set_rng_state(saved["torch_rng"])
         self.party = party
         how = "fresh" if request.restore_round < 0 else f"restored at round {request.restore_round}"
         log.info("set up (%s): %d train and %d test rows", how, len(train_block), len(test_block))
@@ -169,7 +171,8 @@ class PartyRuntime:
     def _checkpoint(self, request: CheckpointRequest) -> ControlAck:
         if self.party is None:
             raise ProtocolError(f"party {self.party_id}: checkpoint requested before setup")
-        self.state.save_checkpoint(request.round, self.party.state_dict())
+        state = {"role": self.party.state_dict(), "torch_rng": torch.get_rng_state()}
+        self.state.save_checkpoint(request.round, state)
         return ControlAck(round=request.round)
 
     def _split(self, split: int) -> int:

@@ -1,0 +1,69 @@
+"""The layer contract (pyproject.toml, `lint-imports`) holds, and breaks if a layer imports up."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def lint_imports(source_root: Path) -> subprocess.CompletedProcess[str]:
+    """Run import-linter with the project's contract on the package under ``source_root``."""
+    env = {**os.environ, "PYTHONPATH": str(source_root)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=source_root,
+        check=False,
+    )
+
+
+def copy_package(tmp_path: Path) -> Path:
+    source = tmp_path / "src"
+    shutil.copytree(ROOT / "src/vfl", source / "vfl", ignore=shutil.ignore_patterns("__pycache__"))
+    return source
+
+
+def test_the_package_keeps_its_layers(tmp_path: Path) -> None:
+    # Execute
+    result = lint_imports(copy_package(tmp_path))
+
+    # Assert
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 kept, 0 broken" in result.stdout
+
+
+def test_a_lower_layer_importing_a_higher_one_breaks_the_contract(tmp_path: Path) -> None:
+    # Prepare: the wire format reaching up into the composition root
+    source = copy_package(tmp_path)
+    checks = source / "vfl/wire/checks.py"
+    checks.write_text(checks.read_text() + "\nfrom vfl.run import compose  # noqa: E402, F401\n")
+
+    # Execute
+    result = lint_imports(source)
+
+    # Assert
+    assert result.returncode != 0
+    assert "BROKEN" in result.stdout
+    assert "vfl.wire.checks -> vfl.run.compose" in result.stdout
+
+
+def test_a_new_top_level_package_must_be_placed_in_a_layer(tmp_path: Path) -> None:
+    # Prepare: a subpackage the contract does not list
+    source = copy_package(tmp_path)
+    (source / "vfl/newcomer").mkdir()
+    (source / "vfl/newcomer/__init__.py").write_text('"""Not in any layer."""\n')
+
+    # Execute
+    result = lint_imports(source)
+
+    # Assert
+    assert result.returncode != 0
+    assert "vfl.newcomer" in result.stdout
