@@ -8,18 +8,16 @@ import pytest
 
 from tests.deploy.scenario import make_scenario, run_launch
 from vfl.cli import main
-from vfl.deploy.__main__ import main as deploy_main
 from vfl.transport.security import token_digest
 
 
-@pytest.mark.parametrize("entry", [main, deploy_main], ids=["vfl", "python -m vfl.deploy"])
 @pytest.mark.parametrize("command", ["server", "party", "launch", "certs"])
 def test_the_deployment_commands_are_subcommands_of_vfl(
-    entry: object, command: str, capsys: pytest.CaptureFixture[str]
+    command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Execute
     with pytest.raises(SystemExit) as exited:
-        entry([command, "--help"])  # type: ignore[operator]
+        main([command, "--help"])
 
     # Assert
     assert exited.value.code == 0

@@ -132,16 +132,6 @@ _ENTRIES = {
 }
 
 
-def dataset_names() -> list[str]:
-    """Return the names of the registered data sets."""
-    return list(_ENTRIES)
-
-
-def dataset_path(name: str) -> Path:
-    """Return the cache folder of a registered data set (it may not exist)."""
-    return data_dir() / _entry(name).name
-
-
 def list_datasets() -> list[DatasetInfo]:
     """Describe every registered data set, including whether it is in the cache."""
     infos = []

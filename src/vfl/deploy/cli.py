@@ -1,7 +1,6 @@
 """The deployment subcommands: ``server``, ``party``, ``launch`` and ``certs`` (parse + dispatch).
 
-``vfl.cli`` adds them with ``register(subparsers)``; ``python -m vfl.deploy`` offers the same
-commands on their own.
+``vfl.cli`` adds them with ``register(subparsers)``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol, TypeVar
 
-from vfl.errors import WireError
 from vfl.transport.base import Exchange, PartyEndpoint
 from vfl.transport.inproc import InProcTransport
 from vfl.wire import Message
@@ -40,16 +39,7 @@ def ask(
         ProtocolError: naming every party that failed.
         WireError: if a party answered with another message type.
     """
-    exchange = channel.control(messages)
-    exchange.raise_failures()
-    replies: dict[int, R] = {}
-    for party, reply in exchange.replies.items():
-        if not isinstance(reply, expected):
-            raise WireError(
-                f"party {party} answered {type(reply).__name__}, expected {expected.__name__}"
-            )
-        replies[party] = reply
-    return replies
+    return channel.control(messages).replies_of(expected)
 
 
 class LocalControl:

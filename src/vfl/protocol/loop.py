@@ -24,6 +24,7 @@ from vfl.transport.ledger import Ledger, Phase
 from vfl.wire import (
     CompressedEmbedReply,
     EmbedReply,
+    EmbedRequest,
     EvalRequest,
     Message,
     Shutdown,
@@ -203,16 +204,14 @@ class ServerLoop:
         phase: Phase,
     ) -> dict[int, R]:
         """Send ``messages``, stop on any failure, and check the replies' types."""
-        exchange = self.transport.request(messages, phase=phase)
-        exchange.raise_failures()
-        replies: dict[int, R] = {}
-        for party, reply in exchange.replies.items():
-            if not isinstance(reply, expected):
-                raise WireError(
-                    f"party {party} answered {type(reply).__name__}, expected {expected}"
-                )
-            replies[party] = reply
-        return replies
+        return self.transport.request(messages, phase=phase).replies_of(expected)
+
+    def request_embeddings(
+        self, ids: torch.Tensor, expected: type[R] | tuple[type[R], ...]
+    ) -> dict[int, R]:
+        """Every party's upload of the round's batch ``ids`` (embeddings, payloads or counts)."""
+        request = EmbedRequest(round=self.rounds, ids=ids)
+        return self.ask(dict.fromkeys(self.server.party_ids, request), expected, "train")
 
     def state_dict(self) -> dict[str, Any]:
         """Server state, round counter and ledger."""

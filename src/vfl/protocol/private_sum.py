@@ -25,7 +25,6 @@ from vfl.roles.server import Server
 from vfl.transport.base import Transport
 from vfl.wire import (
     Ack,
-    EmbedRequest,
     EvalRequest,
     MaskedCounts,
     PackedCounts,
@@ -82,11 +81,7 @@ class PrivateSumTraining(SplitLearning):
         """One private round; returns the loss at the estimated sum."""
         r = self.rounds
         parties = self.server.party_ids
-        replies = self.ask(
-            {p: EmbedRequest(round=r, ids=ids) for p in parties},
-            (MaskedCounts, PackedCounts),
-            "train",
-        )
+        replies = self.request_embeddings(ids, (MaskedCounts, PackedCounts))
         width = next(iter(self.server.embedding_dims.values()))
         total = self.secure_sum.estimate_sum(dict(replies), (len(ids), width))
         loss, grad = self.server.train_on_sum(ids, total, self.options.steps)

@@ -17,7 +17,7 @@ import torch
 
 from vfl.errors import ConfigError
 from vfl.protocol.loop import ServerLoop
-from vfl.wire import Ack, CompressedEmbedReply, EmbedRequest, ViewBroadcast
+from vfl.wire import Ack, CompressedEmbedReply, ViewBroadcast
 
 
 class SharedLabelsTraining(ServerLoop):
@@ -32,9 +32,7 @@ class SharedLabelsTraining(ServerLoop):
             raise ConfigError("shared labels need an embedding codec and a server-model codec")
         r = self.rounds
         parties = self.server.party_ids
-        replies = self.ask(
-            {p: EmbedRequest(round=r, ids=ids) for p in parties}, CompressedEmbedReply, "train"
-        )
+        replies = self.request_embeddings(ids, CompressedEmbedReply)
         embeddings = self.decode_embeddings(replies, len(ids))
         seed = self.options.seeds.for_message("server_model", r, 0)
         model_payload = links.server_model.encode(

@@ -19,7 +19,6 @@ from vfl.wire import (
     CompressedEmbedReply,
     CompressedGradRequest,
     EmbedReply,
-    EmbedRequest,
     GradRequest,
     Message,
     RefreshRequest,
@@ -34,12 +33,7 @@ class SplitLearning(ServerLoop):
     def exchange(self, ids: torch.Tensor) -> float:
         """One exchange on the batch ``ids`` and Q local steps; returns the first-step loss."""
         r = self.rounds
-        parties = self.server.party_ids
-        replies = self.ask(
-            {p: EmbedRequest(round=r, ids=ids) for p in parties},
-            (EmbedReply, CompressedEmbedReply),
-            "train",
-        )
+        replies = self.request_embeddings(ids, (EmbedReply, CompressedEmbedReply))
         embeddings = self.decode_embeddings(replies, len(ids))
         loss, grads = self.server.train_step(ids, embeddings, self.options.steps)
         self.ask({p: self.gradient_message(r, p, g) for p, g in grads.items()}, Ack, "train")
@@ -71,14 +65,9 @@ class SequentialSplitLearning(SplitLearning):
     def exchange(self, ids: torch.Tensor) -> float:
         """One sequential round; returns the loss of the server's first step."""
         r = self.rounds
-        parties = self.server.party_ids
-        replies = self.ask(
-            {p: EmbedRequest(round=r, ids=ids) for p in parties},
-            (EmbedReply, CompressedEmbedReply),
-            "train",
-        )
+        replies = self.request_embeddings(ids, (EmbedReply, CompressedEmbedReply))
         view = self.decode_embeddings(replies, len(ids))
-        for party in parties:
+        for party in self.server.party_ids:
             grad = self.server.input_gradients(ids, view)[party]
             self.ask({party: self.gradient_message(r, party, grad)}, Ack, "train")
             refreshed = self.ask(

@@ -14,9 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-LATENCIES_MS = (1.0, 10.0, 50.0, 200.0)
-"""The paper's round-trip latencies: same cluster, same network, same region, across the globe."""
-
 
 def literal_bits_per_round(
     *, bits: int, batch: int, widths: Sequence[int], server_parameters: int

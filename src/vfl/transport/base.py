@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from vfl.errors import ProtocolError, WireError
 from vfl.transport.ledger import Ledger, Phase
@@ -18,6 +19,7 @@ from vfl.wire import SERVER_ID, Frame, Message, decode, encode
 from vfl.wire.frames import DEFAULT_MAX_BYTES
 
 Handler = Callable[[Message], Message]
+R = TypeVar("R", bound=Message)
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,23 @@ class Exchange:
         details = "; ".join(f"party {p}: {error!r}" for p, error in sorted(self.failures.items()))
         first = next(iter(self.failures.values()))
         raise ProtocolError(f"{len(self.failures)} party(ies) failed: {details}") from first
+
+    def replies_of(self, expected: type[R] | tuple[type[R], ...]) -> dict[int, R]:
+        """Every reply, once none failed and each is an ``expected`` type.
+
+        Raises:
+            ProtocolError: naming every party that failed.
+            WireError: naming a party that answered with another message type.
+        """
+        self.raise_failures()
+        replies: dict[int, R] = {}
+        for party, reply in self.replies.items():
+            if not isinstance(reply, expected):
+                names = (expected,) if isinstance(expected, type) else expected
+                valid = " or ".join(t.__name__ for t in names)
+                raise WireError(f"party {party} answered {type(reply).__name__}, expected {valid}")
+            replies[party] = reply
+        return replies
 
 
 class Transport(ABC):
