@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -67,3 +68,23 @@ def test_a_new_top_level_package_must_be_placed_in_a_layer(tmp_path: Path) -> No
     # Assert
     assert result.returncode != 0
     assert "vfl.newcomer" in result.stdout
+
+
+def test_the_architecture_doc_shows_the_real_import_graph() -> None:
+    # Prepare
+    spec = importlib.util.spec_from_file_location(
+        "gen_layer_table", ROOT / "tools/gen_layer_table.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc = (ROOT / "docs/architecture.md").read_text()
+
+    # Execute
+    table = doc.split("<!-- layer-table:start -->\n")[1].split("<!-- layer-table:end -->")[0]
+
+    # Assert
+    assert table == module.render(), (
+        "docs/architecture.md's layer table is stale: run .venv/bin/python"
+        " tools/gen_layer_table.py and paste it between the layer-table markers"
+    )
