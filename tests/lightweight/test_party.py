@@ -113,7 +113,7 @@ def test_sparsified_uploads_keep_exactly_the_configured_fraction() -> None:
     # Assert: 20 x 6 floats per upload; half of them travel with a 120-bit map
     ledger = sparse.trainer.ledger
     assert ledger.messages(kind="CompressedEmbedReply") == 2 * ROUNDS_PER_EPOCH
-    up_dense = dense.trainer.ledger.total(phase="train", direction="up")
+    up_dense = dense.ledger.total(phase="train", direction="up")
     up_sparse = ledger.total(phase="train", direction="up")
     saved_per_message = (up_dense - up_sparse) / (2 * ROUNDS_PER_EPOCH)
     assert saved_per_message >= 4 * 60 - 5 - 15 - 8  # values dropped, minus header, map, framing

@@ -57,7 +57,7 @@ def test_algorithm_2_with_identity_compressors_reproduces_the_baseline() -> None
 
     # Assert
     assert max_gap(parameters(baseline), parameters(identity)) <= 1e-6
-    assert identity.trainer.ledger.messages(kind="CompressedEmbedReply") > 0
+    assert identity.ledger.messages(kind="CompressedEmbedReply") > 0
 
 
 def test_algorithm_1_with_identity_and_q1_matches_algorithm_2() -> None:
@@ -99,7 +99,7 @@ def test_shared_labels_round_bytes_are_the_uploads_plus_the_broadcasts() -> None
     server_params = sum(p.numel() for p in simulation.trainer.server.head.parameters())  # type: ignore[attr-defined]
 
     # Execute
-    per_round = simulation.trainer.ledger.bytes_by_round()[0]
+    per_round = simulation.ledger.bytes_by_round()[0]
 
     # Assert
     up = len(encode(CompressedEmbedReply(round=0, payload=payload), sender=1)) + 10  # + Ack
@@ -120,7 +120,7 @@ def test_lattice_quantization_cuts_upload_bytes_about_sixteenfold() -> None:
     )
 
     # Assert: 2 bits instead of 32 per component, plus an 8-byte range header per message
-    ratio = plain.trainer.ledger.total(kind="CompressedEmbedReply") / lattice.trainer.ledger.total(
+    ratio = plain.ledger.total(kind="CompressedEmbedReply") / lattice.ledger.total(
         kind="CompressedEmbedReply"
     )
     assert 9 < ratio < 16

@@ -91,7 +91,7 @@ def test_per_round_bytes_are_two_exchanges_per_passive_party() -> None:
     batch, width = 32, 4
 
     # Execute
-    first_round = simulation.trainer.ledger.bytes_by_round()[0]
+    first_round = simulation.ledger.bytes_by_round()[0]
 
     # Assert: per passive party, the embedding exchange and the gradient exchange
     embed = len(encode(EmbedRequest(round=0, ids=torch.arange(batch)), sender=0))
@@ -99,8 +99,8 @@ def test_per_round_bytes_are_two_exchanges_per_passive_party() -> None:
     grad = len(encode(GradRequest(round=0, grad=torch.zeros(batch, width)), sender=0))
     ack = len(encode(Ack(round=0), sender=1))
     assert first_round == {"up": 2 * (reply + ack), "down": 2 * (embed + grad)}
-    assert simulation.trainer.ledger.messages(round=0) == 2 * 4
-    assert {key.party for key, _ in simulation.trainer.ledger.rows()} == {1, 2}
+    assert simulation.ledger.messages(round=0) == 2 * 4
+    assert {key.party for key, _ in simulation.ledger.rows()} == {1, 2}
 
 
 def test_sequential_schedule_refreshes_each_party_after_its_update() -> None:

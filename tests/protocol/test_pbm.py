@@ -117,7 +117,7 @@ def test_masked_uploads_cost_k_bits_per_value() -> None:
     simulation.trainer.train_epoch(0)
 
     # Assert: B x P = 32 x 4 values at k = 4 bits, plus the frame and bytes headers
-    assert simulation.trainer.ledger.total(round=0, kind="MaskedCounts", party=1) == (
+    assert simulation.ledger.total(round=0, kind="MaskedCounts", party=1) == (
         10 + 4 + 32 * 4 * 4 // 8
     )
 
@@ -126,7 +126,7 @@ def test_without_secure_aggregation_counts_travel_packed_in_the_clear() -> None:
     simulation = build("privacy.secure_aggregation=off", "train.shuffle=false")
     simulation.trainer.train_epoch(0)
     # b = 4 -> 3 bits per count
-    assert simulation.trainer.ledger.total(round=0, kind="PackedCounts", party=1) == (
+    assert simulation.ledger.total(round=0, kind="PackedCounts", party=1) == (
         10 + 4 + 32 * 4 * 3 // 8
     )
 

@@ -36,7 +36,7 @@ def test_per_round_bytes_equal_the_encoded_messages() -> None:
     sim.trainer.train_epoch(0)
 
     # Assert
-    per_round = sim.trainer.ledger.bytes_by_round(phase="train")
+    per_round = sim.ledger.bytes_by_round(phase="train")
     assert sorted(per_round) == [0, 1, 2, 3]
     for round_, batch in zip(range(4), (32, 32, 32, 4), strict=True):
         ids = torch.arange(batch)
@@ -48,7 +48,7 @@ def test_per_round_bytes_equal_the_encoded_messages() -> None:
         )
         assert per_round[round_] == {"up": 3 * up, "down": 3 * down}
         # the embedding itself: B*P*4 payload + 20 bytes of header
-        assert sim.trainer.ledger.total(round=round_, kind="EmbedReply", party=2) == batch * 16 + 20
+        assert sim.ledger.total(round=round_, kind="EmbedReply", party=2) == batch * 16 + 20
 
 
 def recording(handler: Handler, log: list[Message]) -> Handler:
@@ -178,7 +178,7 @@ def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path: Path) -> N
         strict=True,
     ):  # type: ignore[attr-defined]
         assert torch.equal(a, b)
-    assert resumed.trainer.ledger.total() == straight.trainer.ledger.total()  # type: ignore[attr-defined]
+    assert resumed.ledger.total() == straight.ledger.total()  # type: ignore[attr-defined]
 
 
 def test_a_diverging_run_stops_with_a_clear_error() -> None:

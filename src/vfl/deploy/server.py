@@ -189,7 +189,7 @@ def _prepare(
     transport: GrpcTransport,
     run: RunDirectory,
     resume: bool,
-) -> Session:
+) -> Session[RemoteParties]:
     """Align (or reload the alignment), record the configs, set the parties up."""
     alignment = _alignment(run, transport, labels, resume)
     run.write_text(CONFIG, to_toml(config))
@@ -246,7 +246,7 @@ def _build(
     coordinator: Coordinator,
     run: RunDirectory,
     resume: bool,
-) -> Session:
+) -> Session[RemoteParties]:
     restore_round = int(run.load_checkpoint()["session"]["trainer"]["rounds"]) if resume else -1
     replies = coordinator.setup(restore_round)
     aligned = labels.aligned(alignment.rows)
@@ -281,7 +281,7 @@ def _build(
 
 
 def _fit(
-    session: Session,
+    session: Session[RemoteParties],
     config: RunConfig,
     deployment: DeploymentConfig,
     run: RunDirectory,
@@ -317,7 +317,6 @@ def _fit(
                 recoveries,
                 deployment.max_recoveries,
             )
-            assert isinstance(session.parties, RemoteParties)
             _await_parties(session.parties.coordinator.transport, deployment, run)
             resume = True
 

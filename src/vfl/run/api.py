@@ -22,7 +22,7 @@ from vfl.errors import ConfigError
 from vfl.models.optim import OptimizerFactory
 from vfl.run.compose import Blueprint, build_session
 from vfl.run.models import GivenModels
-from vfl.run.session import Session
+from vfl.run.session import LocalParties, Session
 
 
 def simulate(
@@ -38,7 +38,7 @@ def simulate(
     drop_last: bool | None = None,
     seed: int | None = None,
     centralized: bool = False,
-) -> Session:
+) -> Session[LocalParties]:
     """Build a one-process run of your own modules, exactly as ``vfl run`` builds a config's.
 
     The modules are used as given (not copied); pass copies to compare runs from one init.

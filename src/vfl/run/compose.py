@@ -175,7 +175,7 @@ def local_transport(config: RunConfig, parties: Sequence[Party]) -> Transport:
     return ColocatedTransport(transport, {active: parties[active - 1].handle})
 
 
-def build_session(blueprint: Blueprint | RunConfig, data: VerticalData) -> Session:
+def build_session(blueprint: Blueprint | RunConfig, data: VerticalData) -> Session[LocalParties]:
     """A whole run in this process: every party, the server, the loop and the transport.
 
     A bare ``RunConfig`` stands for ``Blueprint.from_config(config)``.
@@ -220,7 +220,7 @@ def build_session(blueprint: Blueprint | RunConfig, data: VerticalData) -> Sessi
     return Session(loop, LocalParties(parties))
 
 
-def _centralized(blueprint: Blueprint, data: VerticalData) -> Session:
+def _centralized(blueprint: Blueprint, data: VerticalData) -> Session[LocalParties]:
     """The centralized baseline: bottoms and head as one model, one optimizer, no messages."""
     models = blueprint.models
     bottoms = [models.bottom(party, x) for party, x in enumerate(data.train_blocks, start=1)]
@@ -237,7 +237,7 @@ def _centralized(blueprint: Blueprint, data: VerticalData) -> Session:
         sampler=stages.sampler(blueprint.config, len(data.train_labels)),
         eval_batch_size=blueprint.config.train.eval_batch_size,
     )
-    return Session(trainer)
+    return Session(trainer, LocalParties())
 
 
 def _check_parties(config: RunConfig, num_parties: int) -> None:

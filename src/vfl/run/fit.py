@@ -14,7 +14,7 @@ from vfl.errors import ConfigError
 from vfl.protocol.base import Trainer
 from vfl.results.files import LEDGER, SUMMARY, RunDirectory
 from vfl.results.summary import Target, summarize
-from vfl.run.session import Session
+from vfl.run.session import PartyGroup, Session
 from vfl.wire import SPLIT_TEST
 
 
@@ -42,7 +42,7 @@ class _TargetReached(Exception):
 
 
 def fit(
-    session: Session,
+    session: Session[PartyGroup],
     *,
     epochs: int,
     run: RunDirectory | None = None,
@@ -75,7 +75,7 @@ def fit(
 class _Fit:
     def __init__(
         self,
-        session: Session,
+        session: Session[PartyGroup],
         schedule: Schedule,
         run: RunDirectory | None,
         progress: bool,

@@ -23,7 +23,7 @@ from vfl.results.summary import Target
 from vfl.run.compose import Blueprint, build_session
 from vfl.run.data import prepare
 from vfl.run.fit import fit
-from vfl.run.session import Session
+from vfl.run.session import PartyGroup, Session
 from vfl.seeding import derive_seed
 
 
@@ -65,7 +65,7 @@ def train(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str
 
 
 def fit_as_configured(
-    session: Session,
+    session: Session[PartyGroup],
     config: RunConfig,
     run: RunDirectory,
     *,
@@ -91,7 +91,9 @@ def fit_as_configured(
     )
 
 
-def finish_summary(config: RunConfig, session: Session, run: RunDirectory) -> dict[str, Any]:
+def finish_summary(
+    config: RunConfig, session: Session[PartyGroup], run: RunDirectory
+) -> dict[str, Any]:
     """Add to ``summary.json`` the compute records, the paper's cost formulas, time to target."""
     summary = run.read_json(SUMMARY)
     logs = session.compute_logs()
@@ -131,7 +133,7 @@ def round_shape(config: RunConfig, loop: ServerLoop) -> RoundShape:
     )
 
 
-def compute_summary(session: Session, logs: dict[int, list[Any]]) -> dict[str, Any]:
+def compute_summary(session: Session[PartyGroup], logs: dict[int, list[Any]]) -> dict[str, Any]:
     """Per-party compute totals with each party's uploaded training bytes from the ledger."""
     summary = summarize_compute(logs)
     ledger = session.trainer.ledger

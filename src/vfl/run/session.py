@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol, overload
+from typing import Any, Generic, Protocol, TypeVar, overload
 
+from vfl.errors import ConfigError
 from vfl.protocol.base import Trainer
 from vfl.results.compute import RoundCompute
 from vfl.roles.party import Party
+from vfl.transport.ledger import Ledger
 
 
 class PartyGroup(Protocol):
@@ -68,7 +70,10 @@ class LocalParties(Sequence[Party]):
         }
 
 
-class Session:
+G = TypeVar("G", bound=PartyGroup, covariant=True)
+
+
+class Session(Generic[G]):
     """A trainer plus the parties it talks to, as the composition root built them.
 
     Args:
@@ -77,9 +82,17 @@ class Session:
             baseline), or in other processes (a deployment's group).
     """
 
-    def __init__(self, trainer: Trainer, parties: PartyGroup | None = None) -> None:
+    def __init__(self, trainer: Trainer, parties: G) -> None:
         self.trainer = trainer
-        self.parties: PartyGroup = parties if parties is not None else LocalParties()
+        self.parties: G = parties
+
+    @property
+    def ledger(self) -> Ledger:
+        """The communication ledger (the centralized baseline sends nothing and has none)."""
+        ledger = self.trainer.ledger
+        if ledger is None:
+            raise ConfigError("the centralized baseline sends no messages: it has no ledger")
+        return ledger
 
     def compute_logs(self) -> dict[int, list[RoundCompute]]:
         """Each party's per-round compute records."""
@@ -87,7 +100,7 @@ class Session:
 
     def bottom_flops(self) -> int | None:
         """Training FLOPs of every bottom model so far, or ``None`` where unknown."""
-        if not isinstance(self.parties, LocalParties) or not self.parties:
+        if not isinstance(self.parties, LocalParties) or len(self.parties) == 0:
             return None
         meters = [p.options.lightweight for p in self.parties]
         if any(m is None for m in meters):
