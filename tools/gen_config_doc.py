@@ -1,4 +1,4 @@
-"""Generate docs/config.md from the config dataclasses' docstrings and defaults.
+"""Generate docs/config.md from the config dataclasses' docstrings, defaults and constraints.
 
 .venv/bin/python tools/gen_config_doc.py > docs/config.md
 """
@@ -13,6 +13,7 @@ from typing import Any
 
 from vfl.config import RunConfig
 from vfl.config.io import to_toml
+from vfl.config.section import constraints_of
 
 HEAD = """# Configuration reference
 
@@ -20,7 +21,7 @@ Generated from `src/vfl/config/` by `tools/gen_config_doc.py` (the docstrings th
 source). Every key can be overridden on the command line with `--set section.key=value`; values
 parse as TOML, and bare words are strings.
 """
-TABLE_HEAD = "| key | type | default | meaning |\n|---|---|---|---|"
+TABLE_HEAD = "| key | type | default | valid | meaning |\n|---|---|---|---|---|"
 
 
 def attribute_docs(cls: type) -> dict[str, str]:
@@ -38,10 +39,19 @@ def attribute_docs(cls: type) -> dict[str, str]:
     return docs
 
 
+def valid_values(cls: type) -> dict[str, str]:
+    """The declared constraints of each constrained field, summarized (``>= 1``, ``(0, 1)``)."""
+    return {
+        name: "; ".join(constraint.summary(hint) for constraint in constraints)
+        for name, hint, constraints in constraints_of(cls)
+    }
+
+
 def sections(cls: Any, path: str) -> list[str]:
     """One Markdown table per config table, depth first."""
     hints = typing.get_type_hints(cls)
     docs = attribute_docs(cls)
+    valid = valid_values(cls)
     rows, nested = [], []
     for field in dataclasses.fields(cls):
         hint = hints[field.name]
@@ -52,7 +62,10 @@ def sections(cls: Any, path: str) -> list[str]:
             field.default if field.default is not dataclasses.MISSING else field.default_factory()
         )  # type: ignore[misc]
         kind = str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "")
-        rows.append(f"| `{field.name}` | `{kind}` | `{default!r}` | {docs.get(field.name, '')} |")
+        limits = f"`{valid[field.name]}`" if field.name in valid else ""
+        rows.append(
+            f"| `{field.name}` | `{kind}` | `{default!r}` | {limits} | {docs.get(field.name, '')} |"
+        )
     parts = []
     if rows:
         summary = (inspect.getdoc(cls) or "").splitlines()[0]

@@ -12,17 +12,21 @@ import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from vfl.config import DataConfig, RunConfig
+from vfl.config.fields import NonEmpty, Range, Satisfies
 from vfl.config.io import check, from_mapping, merge, parse_overrides, read_toml
+from vfl.config.section import Section, rule
 from vfl.errors import ConfigError
 from vfl.transport.retry import RetryPolicy
 from vfl.transport.security import PartyCredential
 
+PARTY_ID = Range(ge=1, note="party ids start at 1")
+
 
 @dataclass(frozen=True)
-class ServerTlsConfig:
+class ServerTlsConfig(Section):
     """The server's TLS files (PEM).
 
     Attributes:
@@ -32,19 +36,19 @@ class ServerTlsConfig:
         mutual: Require a client certificate naming ``party-<id>`` from every party.
     """
 
-    cert: str = ""
-    key: str = ""
+    cert: Annotated[str, NonEmpty("TLS is required: give the server certificate file")] = ""
+    key: Annotated[str, NonEmpty("TLS is required: give the server's private key file")] = ""
     ca: str = ""
     mutual: bool = False
 
-    def __post_init__(self) -> None:
-        check(bool(self.cert), "cert", "TLS is required: give the server certificate file")
-        check(bool(self.key), "key", "TLS is required: give the server's private key file")
-        check(not self.mutual or bool(self.ca), "ca", "mutual TLS needs the party CA file")
+
+@rule(ServerTlsConfig)
+def _mutual_tls_needs_a_ca(tls: ServerTlsConfig) -> None:
+    check(not tls.mutual or bool(tls.ca), "ca", "mutual TLS needs the party CA file")
 
 
 @dataclass(frozen=True)
-class PartyEntry:
+class PartyEntry(Section):
     """One party of the run, as the server knows it.
 
     Attributes:
@@ -54,17 +58,18 @@ class PartyEntry:
         config: Its PARTY.toml, used only by ``vfl launch`` on one machine.
     """
 
-    id: int = 0
+    id: Annotated[int, PARTY_ID] = 0
     token_sha256: str = ""
     config: str = ""
 
-    def __post_init__(self) -> None:
-        check(self.id >= 1, "id", f"party ids start at 1, got {self.id}")
-        PartyCredential(self.token_sha256)  # validates the digest's form
+
+@rule(PartyEntry)
+def _token_is_a_digest(entry: PartyEntry) -> None:
+    PartyCredential(entry.token_sha256)  # raises ConfigError unless the digest is well formed
 
 
 @dataclass(frozen=True)
-class DeploymentConfig:
+class DeploymentConfig(Section):
     """The ``[deployment]`` table of RUN.toml.
 
     Attributes:
@@ -87,34 +92,19 @@ class DeploymentConfig:
 
     listen: str = "0.0.0.0:50051"
     tls: ServerTlsConfig = field(default_factory=ServerTlsConfig)
-    parties: tuple[PartyEntry, ...] = ()
-    connect_timeout_s: float = 600.0
+    parties: Annotated[
+        tuple[PartyEntry, ...], NonEmpty("list every party in [[deployment.parties]]")
+    ] = ()
+    connect_timeout_s: Annotated[float, Range(gt=0)] = 600.0
     request_timeout_s: float = 60.0
-    setup_timeout_s: float = 600.0
+    setup_timeout_s: Annotated[float, Range(gt=0)] = 600.0
     attempts: int = 3
     reconnect_s: float = 15.0
     backoff_s: float = 0.5
     max_backoff_s: float = 10.0
-    max_recoveries: int = 3
-    keepalive_s: float = 20.0
-    max_message_mib: int = 256
-
-    def __post_init__(self) -> None:
-        ids = [p.id for p in self.parties]
-        check(bool(ids), "parties", "list every party in [[deployment.parties]]")
-        check(len(set(ids)) == len(ids), "parties", f"party ids must be distinct, got {ids}")
-        for party in self.parties:
-            check(
-                bool(party.token_sha256) or self.tls.mutual,
-                "parties",
-                f"party {party.id} needs a token_sha256 unless tls.mutual = true",
-            )
-        check(self.connect_timeout_s > 0, "connect_timeout_s", "must be > 0")
-        check(self.setup_timeout_s > 0, "setup_timeout_s", "must be > 0")
-        check(self.max_recoveries >= 0, "max_recoveries", "must be >= 0")
-        check(self.keepalive_s >= 1, "keepalive_s", "must be >= 1")
-        check(self.max_message_mib >= 1, "max_message_mib", "must be >= 1")
-        self.retry_policy()
+    max_recoveries: Annotated[int, Range(ge=0)] = 3
+    keepalive_s: Annotated[float, Range(ge=1)] = 20.0
+    max_message_mib: Annotated[int, Range(ge=1)] = 256
 
     def retry_policy(self) -> RetryPolicy:
         """The transport's timeouts and retries."""
@@ -131,8 +121,25 @@ class DeploymentConfig:
         return {p.id: PartyCredential(p.token_sha256) for p in self.parties}
 
 
+@rule(DeploymentConfig)
+def _parties_are_distinct_and_authenticated(deployment: DeploymentConfig) -> None:
+    ids = [p.id for p in deployment.parties]
+    check(len(set(ids)) == len(ids), "parties", f"party ids must be distinct, got {ids}")
+    for party in deployment.parties:
+        check(
+            bool(party.token_sha256) or deployment.tls.mutual,
+            "parties",
+            f"party {party.id} needs a token_sha256 unless tls.mutual = true",
+        )
+
+
+@rule(DeploymentConfig)
+def _retries_are_valid(deployment: DeploymentConfig) -> None:
+    deployment.retry_policy()  # RetryPolicy checks attempts, timeouts and backoffs together
+
+
 @dataclass(frozen=True)
-class PartyDataConfig:
+class PartyDataConfig(Section):
     """A party's own data: one table per split (CSV or Parquet).
 
     Attributes:
@@ -143,21 +150,20 @@ class PartyDataConfig:
         categorical: Columns to one-hot encode; empty to infer them from the column types.
     """
 
-    train: str = ""
-    test: str = ""
-    id_column: str = ""
+    train: Annotated[str, NonEmpty("name the party's training table")] = ""
+    test: Annotated[str, NonEmpty("name the party's test table")] = ""
+    id_column: Annotated[str, NonEmpty("name the ID column that PSI aligns on")] = ""
     columns: tuple[str, ...] = ()
     categorical: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        check(bool(self.train), "train", "name the party's training table")
-        check(bool(self.test), "test", "name the party's test table")
-        check(bool(self.id_column), "id_column", "name the ID column that PSI aligns on")
-        check(self.id_column not in self.columns, "columns", "must not include the ID column")
+
+@rule(PartyDataConfig)
+def _id_column_is_not_a_feature(data: PartyDataConfig) -> None:
+    check(data.id_column not in data.columns, "columns", "must not include the ID column")
 
 
 @dataclass(frozen=True)
-class PartyTlsConfig:
+class PartyTlsConfig(Section):
     """A party's TLS files (PEM).
 
     Attributes:
@@ -167,18 +173,19 @@ class PartyTlsConfig:
         server_name: Name to check in the server certificate instead of the dialed host.
     """
 
-    ca: str = ""
+    ca: Annotated[str, NonEmpty("TLS is required: give the CA that signed the server")] = ""
     cert: str = ""
     key: str = ""
     server_name: str = ""
 
-    def __post_init__(self) -> None:
-        check(bool(self.ca), "ca", "TLS is required: give the CA that signed the server")
-        check(bool(self.cert) == bool(self.key), "key", "a certificate needs its key")
+
+@rule(PartyTlsConfig)
+def _certificate_has_its_key(tls: PartyTlsConfig) -> None:
+    check(bool(tls.cert) == bool(tls.key), "key", "a certificate needs its key")
 
 
 @dataclass(frozen=True)
-class PartyConfig:
+class PartyConfig(Section):
     """PARTY.toml: everything one party's process needs.
 
     Attributes:
@@ -194,21 +201,15 @@ class PartyConfig:
             in full), for audits of what the party learned.
     """
 
-    party_id: int = 0
-    server: str = ""
-    state_dir: str = ""
+    party_id: Annotated[int, PARTY_ID] = 0
+    server: Annotated[str, Satisfies(lambda s: ":" in s, "must be host:port")] = ""
+    state_dir: Annotated[str, NonEmpty("name a directory for alignment and checkpoints")] = ""
     token_file: str = ""
     data: PartyDataConfig = field(default_factory=PartyDataConfig)
     tls: PartyTlsConfig = field(default_factory=PartyTlsConfig)
-    give_up_s: float = 600.0
+    give_up_s: Annotated[float, Range(gt=0)] = 600.0
     keepalive_s: float = 20.0
     audit_log: str = ""
-
-    def __post_init__(self) -> None:
-        check(self.party_id >= 1, "party_id", f"party ids start at 1, got {self.party_id}")
-        check(":" in self.server, "server", f"must be host:port, got {self.server!r}")
-        check(bool(self.state_dir), "state_dir", "name a directory for alignment and checkpoints")
-        check(self.give_up_s > 0, "give_up_s", "must be > 0")
 
 
 _PARTY_PATHS = {

@@ -19,10 +19,12 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from vfl.config import TARGET_METRICS, TargetConfig
-from vfl.config.io import check, from_mapping, read_toml
+from vfl.config.fields import Distinct, Each, NonEmpty, OneOf, Range, Satisfies
+from vfl.config.io import from_mapping, read_toml
+from vfl.config.section import Section
 from vfl.errors import ConfigError
 
 REPORT_METRICS = (*(m for m in TARGET_METRICS if m), "train_loss")
@@ -40,7 +42,7 @@ Overrides = tuple[tuple[str, Any], ...]
 
 
 @dataclass(frozen=True)
-class ReportConfig:
+class ReportConfig(Section):
     """The ``[report]`` table: what the tables and plots show.
 
     Attributes:
@@ -51,44 +53,30 @@ class ReportConfig:
     """
 
     label: tuple[str, ...] = ()
-    metric: str = ""
+    metric: Annotated[str, OneOf(("", *REPORT_METRICS))] = ""
     log_x: bool = False
 
-    def __post_init__(self) -> None:
-        check(
-            self.metric in ("", *REPORT_METRICS),
-            "metric",
-            f"must be one of {', '.join(map(repr, REPORT_METRICS))}; got {self.metric!r}",
-        )
+
+def _is_folder_name(name: str) -> bool:
+    return bool(name) and "/" not in name and name not in (".", "..")
 
 
 @dataclass(frozen=True)
-class _SweepFile:
+class _SweepFile(Section):
     """The scalar part of a sweep file, typed by ``vfl.config.io.from_mapping``."""
 
-    base: str = ""
-    name: str = ""
+    base: Annotated[str, NonEmpty("must name the base run config (a path to a TOML file)")] = ""
+    name: Annotated[str, Satisfies(_is_folder_name, "must be a folder name (no '/')")] = ""
     output_dir: str = "runs/sweeps"
-    seeds: tuple[int, ...] = (0,)
-    workers: int = 1
+    seeds: Annotated[
+        tuple[int, ...],
+        NonEmpty("must list at least one seed, e.g. [0, 1, 2]"),
+        Each(Range(ge=0)),
+        Distinct(),
+    ] = (0,)
+    workers: Annotated[int, Range(ge=1)] = 1
     target: TargetConfig = field(default_factory=TargetConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
-
-    def __post_init__(self) -> None:
-        check(bool(self.base), "base", "must name the base run config (a path to a TOML file)")
-        check(
-            bool(self.name) and "/" not in self.name and self.name not in (".", ".."),
-            "name",
-            f"must be a folder name (no '/'), got {self.name!r}",
-        )
-        check(bool(self.seeds), "seeds", "must list at least one seed, e.g. [0, 1, 2]")
-        check(min(self.seeds) >= 0, "seeds", f"must be >= 0, got {list(self.seeds)}")
-        check(
-            len(set(self.seeds)) == len(self.seeds),
-            "seeds",
-            f"must not repeat, got {list(self.seeds)}",
-        )
-        check(self.workers >= 1, "workers", f"must be >= 1, got {self.workers}")
 
 
 @dataclass(frozen=True)

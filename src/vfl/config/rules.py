@@ -1,0 +1,282 @@
+"""Every cross-field rule of the run config, in one place.
+
+A rule is registered for one section class with ``@rule(Cls)`` and runs whenever such a section
+is built, after the field constraints declared next to its fields. Keys are relative to the
+section (``from_mapping`` prefixes its path); ``RunConfig`` rules name full dotted keys.
+
+Some rules build what a section describes (a compressor, a bit schedule, a ratio schedule) once
+(``vfl.config.buildable``), so that a config the run could not build fails when it is loaded,
+not after the data is. They import the torch-backed modules lazily and only for non-default
+settings, so ``import vfl.config`` and a default config stay free of torch.
+"""
+
+from __future__ import annotations
+
+from vfl.config.buildable import (
+    NO_COMPRESSOR,
+    check_bit_schedule,
+    check_compressor,
+    check_ratio_schedule,
+    registered_compressors,
+)
+from vfl.config.io import check
+from vfl.config.schema import RunConfig
+from vfl.config.section import rule
+from vfl.config.sections import (
+    DataConfig,
+    OptimizerConfig,
+    PartitionConfig,
+    ProtocolConfig,
+    TargetConfig,
+)
+from vfl.config.stages import CompressorConfig, LightweightConfig, RatioScheduleConfig
+
+FIXED_PARTIES = {"halves": 2, "quadrants": 4}
+"""Partition schemes that make a fixed number of parties."""
+
+
+@rule(DataConfig)
+def _table_needs_path_and_label(data: DataConfig) -> None:
+    check(data.name != "table" or bool(data.path), "path", "name='table' needs a file path")
+    check(data.name != "table" or bool(data.label), "label", "name='table' needs a label")
+
+
+@rule(PartitionConfig)
+def _scheme_fixes_party_count(partition: PartitionConfig) -> None:
+    fixed = FIXED_PARTIES.get(partition.scheme)
+    check(
+        fixed is None or partition.num_parties == fixed,
+        "num_parties",
+        f"scheme {partition.scheme!r} makes {fixed} parties, got {partition.num_parties}",
+    )
+
+
+@rule(PartitionConfig)
+def _groups_go_with_columns(partition: PartitionConfig) -> None:
+    if partition.scheme == "columns":
+        check(
+            len(partition.groups) == partition.num_parties,
+            "groups",
+            f"scheme 'columns' needs one group per party ({partition.num_parties}), got"
+            f" {len(partition.groups)}",
+        )
+    else:
+        check(
+            not partition.groups,
+            "groups",
+            f"only used with scheme 'columns', not {partition.scheme!r}",
+        )
+
+
+@rule(OptimizerConfig)
+def _momentum_is_sgd_only(optimizer: OptimizerConfig) -> None:
+    check(optimizer.name == "sgd" or optimizer.momentum == 0, "momentum", "applies to sgd only")
+
+
+@rule(ProtocolConfig)
+def _sequential_needs_private_labels(protocol: ProtocolConfig) -> None:
+    check(
+        protocol.schedule == "parallel" or protocol.labels == "private",
+        "schedule",
+        "'sequential' needs protocol.labels = 'private'",
+    )
+
+
+@rule(TargetConfig)
+def _stop_needs_a_metric(target: TargetConfig) -> None:
+    check(not target.stop or bool(target.metric), "stop", "needs a target metric")
+
+
+@rule(CompressorConfig)
+def _fixed_range_is_ordered(link: CompressorConfig) -> None:
+    check(link.low < link.high, "high", f"must exceed low ({link.low}), got {link.high}")
+
+
+@rule(CompressorConfig)
+def _steps_schedule_has_steps(link: CompressorConfig) -> None:
+    check(
+        link.schedule != "steps" or bool(link.steps),
+        "steps",
+        "schedule 'steps' needs [[round, bits], ...] pairs",
+    )
+
+
+@rule(CompressorConfig)
+def _compressor_is_registered(link: CompressorConfig) -> None:
+    if link.name == NO_COMPRESSOR:
+        return
+    valid = registered_compressors()
+    check(
+        link.name in valid,
+        "name",
+        f"must be one of {', '.join(map(repr, valid))}; got {link.name!r}",
+    )
+
+
+@rule(RatioScheduleConfig)
+def _steps_kind_has_steps(schedule: RatioScheduleConfig) -> None:
+    check(
+        schedule.kind != "steps" or bool(schedule.steps),
+        "steps",
+        "kind 'steps' needs [[round, ratio], ...] pairs",
+    )
+
+
+@rule(RatioScheduleConfig)
+def _table_kind_has_values(schedule: RatioScheduleConfig) -> None:
+    check(
+        schedule.kind != "table" or bool(schedule.values),
+        "values",
+        "kind 'table' needs one ratio per round",
+    )
+
+
+@rule(RatioScheduleConfig)
+def _ratio_schedule_builds(schedule: RatioScheduleConfig) -> None:
+    if schedule.kind != "constant":
+        check_ratio_schedule(schedule)
+
+
+@rule(LightweightConfig)
+def _parties_listed_once(lightweight: LightweightConfig) -> None:
+    ids = [entry.party for entry in lightweight.party]
+    check(len(ids) == len(set(ids)), "party", f"lists a party twice: {ids}")
+
+
+@rule(RunConfig)
+def _secure_aggregation_sums_pbm_counts(config: RunConfig) -> None:
+    if config.privacy.secure_aggregation != "on":
+        return
+    check(
+        config.model.head.fusion == "sum",
+        "model.head.fusion",
+        "secure aggregation reveals only the sum of the embeddings: use fusion 'sum',"
+        f" not {config.model.head.fusion!r}",
+    )
+    check(
+        config.privacy.mechanism == "pbm",
+        "privacy.secure_aggregation",
+        "'on' aggregates integer counts: set privacy.mechanism = 'pbm'",
+    )
+
+
+@rule(RunConfig)
+def _check_pbm(config: RunConfig) -> None:
+    """PBM needs sum fusion, bounded embeddings and private labels (VFL-PBM section 4)."""
+    if config.privacy.mechanism != "pbm":
+        return
+    check(
+        config.model.head.fusion == "sum",
+        "model.head.fusion",
+        "privacy.mechanism 'pbm' sends counts the server can only sum: use fusion 'sum', not"
+        f" {config.model.head.fusion!r}",
+    )
+    check(
+        config.model.bottom.output_activation == "tanh",
+        "model.bottom.output_activation",
+        "privacy.mechanism 'pbm' needs bounded embeddings: use 'tanh' (|x| <= 1), not"
+        f" {config.model.bottom.output_activation!r}",
+    )
+    check(
+        config.privacy.clip >= 1.0,
+        "privacy.clip",
+        f"tanh embeddings reach 1, so clip must be >= 1, got {config.privacy.clip}",
+    )
+    _check_pbm_protocol(config)
+
+
+def _check_pbm_protocol(config: RunConfig) -> None:
+    check(
+        config.protocol.labels == "private",
+        "protocol.labels",
+        "privacy.mechanism 'pbm' works with labels private to the server",
+    )
+    check(
+        config.protocol.schedule == "parallel",
+        "protocol.schedule",
+        "privacy.mechanism 'pbm' uses the parallel schedule",
+    )
+    check(
+        config.compress.embedding.name == NO_COMPRESSOR,
+        "compress.embedding.name",
+        "with privacy.mechanism 'pbm' the uploads are PBM counts; set no embedding compressor",
+    )
+    check(
+        config.protocol.active_party == 0,
+        "protocol.active_party",
+        "privacy.mechanism 'pbm' protects every party's features: no party can sit with the server",
+    )
+
+
+@rule(RunConfig)
+def _check_sparsify(config: RunConfig) -> None:
+    """LVFL sparsification replaces top-k and cannot carry PBM counts."""
+    if not config.lightweight.sparsifies:
+        return
+    check(
+        config.compress.embedding.name != "topk",
+        "compress.embedding.name",
+        "lightweight.beta already sparsifies the uploads; quantize the kept values with"
+        " 'scalar' or 'lattice' instead of 'topk'",
+    )
+    check(
+        config.privacy.mechanism == "none",
+        "lightweight.beta",
+        "with privacy.mechanism 'pbm' the uploads are PBM counts, which cannot be sparsified",
+    )
+
+
+@rule(RunConfig)
+def _after_upload_needs_shared_labels(config: RunConfig) -> None:
+    check(
+        config.lightweight.prune_at == "round_start" or config.protocol.labels == "shared",
+        "lightweight.prune_at",
+        "'after_upload' needs protocol.labels = 'shared' (with private labels the returned"
+        " gradient belongs to the model that computed the upload)",
+    )
+
+
+@rule(RunConfig)
+def _parties_exist(config: RunConfig) -> None:
+    parties = config.partition.num_parties
+    for entry in config.lightweight.party:
+        check(
+            entry.party <= parties,
+            "lightweight.party",
+            f"party {entry.party} is not a party; valid: 1..{parties}",
+        )
+    active = config.protocol.active_party
+    check(
+        active <= parties,
+        "protocol.active_party",
+        f"{active} is not a party; valid: 1..{parties} (0: none)",
+    )
+
+
+@rule(RunConfig)
+def _links_match_labels(config: RunConfig) -> None:
+    """Private labels return gradients; shared labels broadcast the server model instead."""
+    compress = config.compress
+    if config.protocol.labels == "private":
+        check(
+            compress.server_model.name == NO_COMPRESSOR,
+            "compress.server_model.name",
+            "compress.server_model applies to protocol.labels = 'shared' only",
+        )
+    else:
+        check(
+            compress.gradient.name == NO_COMPRESSOR,
+            "compress.gradient.name",
+            "compress.gradient applies to protocol.labels = 'private' only; with shared labels"
+            " no gradient is sent",
+        )
+
+
+@rule(RunConfig)
+def _compressors_build(config: RunConfig) -> None:
+    """Last, so that a link the run does not use is reported as such, not as unbuildable."""
+    for name in ("embedding", "server_model", "gradient"):
+        link = getattr(config.compress, name)
+        if link.name != NO_COMPRESSOR:
+            check_compressor(link, f"compress.{name}")
+            check_bit_schedule(link, f"compress.{name}")

@@ -1,0 +1,241 @@
+"""The run config's plain sections: data, partition, model, training, protocol, target, output.
+
+Each section declares its fields' valid ranges next to the fields (``vfl.config.fields``);
+every rule between fields lives in ``vfl.config.rules``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+from vfl.config.fields import Each, NonEmpty, OneOf, Range, Satisfies
+from vfl.config.section import Section
+
+PartitionScheme = Literal["halves", "quadrants", "strips", "columns", "contiguous", "random"]
+Activation = Literal["relu", "tanh", "sigmoid", "gelu"]
+OutputActivation = Literal["none", "relu", "tanh", "sigmoid"]
+TARGET_METRICS = ("", "test_accuracy", "test_loss", "test_f1", "test_auc")
+
+Widths = Annotated[tuple[int, ...], Each(Range(ge=1), items="widths")]
+
+
+def _two_positive(widths: tuple[int, ...]) -> bool:
+    return len(widths) == 2 and all(width >= 1 for width in widths)
+
+
+@dataclass(frozen=True)
+class DataConfig(Section):
+    """Which data set to load.
+
+    Attributes:
+        name: A registry name (``vfl data list``) or ``"table"`` for a CSV/Parquet file.
+        path: For ``table``: the file. For registry data sets: an optional directory that holds
+            the files instead of the cache.
+        test_path: For ``table``: an optional separate test file.
+        label: For ``table``: the label column.
+        id_column: For ``table``: an optional sample-ID column.
+        test_fraction: For sources without a defined split: the seeded test share.
+        max_train_samples: Use a seeded subsample of this many training rows (0 = all).
+        max_test_samples: Use a seeded subsample of this many test rows (0 = all).
+        positive_classes: Make the task binary: these class indices become class 1 and every
+            other class 0 (e.g. ``[1, 3, 5, 7, 9]`` for odd MNIST digits); empty keeps the
+            classes.
+    """
+
+    name: Annotated[str, NonEmpty("must name a data set; see `vfl data list`")] = "mnist"
+    path: str = ""
+    test_path: str = ""
+    label: str = ""
+    id_column: str = ""
+    test_fraction: Annotated[float, Range(gt=0, lt=1)] = 0.2
+    max_train_samples: Annotated[int, Range(ge=0, note="0 = all")] = 0
+    max_test_samples: Annotated[int, Range(ge=0, note="0 = all")] = 0
+    positive_classes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class PartitionConfig(Section):
+    """How features are split between parties.
+
+    Attributes:
+        scheme: Images: ``halves`` (2 parties, left/right), ``quadrants`` (4), ``strips``
+            (``num_parties`` vertical strips). Tables: ``columns`` (explicit ``groups``),
+            ``contiguous`` blocks, or a seeded ``random`` split of the original columns.
+        num_parties: Number of parties M.
+        groups: For ``columns``: one list of column names per party (original or encoded names).
+        seed: For ``random``.
+    """
+
+    scheme: PartitionScheme = "quadrants"
+    num_parties: Annotated[int, Range(ge=1)] = 4
+    groups: tuple[tuple[str, ...], ...] = ()
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class BottomConfig(Section):
+    """Every party's bottom (embedding) model.
+
+    Attributes:
+        kind: ``mlp`` or ``cnn`` (``SmallCNN``, image blocks only).
+        hidden: Hidden layer widths (for ``cnn``: fully connected layers after the convolutions).
+        embedding_dim: Embedding width P each party sends.
+        channels: For ``cnn``: the two convolution widths.
+        activation: Activation between layers.
+        output_activation: Activation on the embedding (``tanh`` bounds it to [-1, 1]).
+    """
+
+    kind: Literal["mlp", "cnn"] = "mlp"
+    hidden: Widths = (128,)
+    embedding_dim: Annotated[int, Range(ge=1)] = 64
+    channels: Annotated[
+        tuple[int, ...],
+        Satisfies(_two_positive, "must be two positive conv widths", "two widths >= 1"),
+    ] = (16, 32)
+    activation: Activation = "relu"
+    output_activation: OutputActivation = "none"
+
+
+@dataclass(frozen=True)
+class HeadConfig(Section):
+    """The server's head.
+
+    Attributes:
+        fusion: ``concat`` the embeddings, or ``sum`` them.
+        hidden: Hidden widths of the MLP after fusion; empty for a linear head.
+        activation: Activation between hidden layers.
+    """
+
+    fusion: Literal["concat", "sum"] = "concat"
+    hidden: Widths = ()
+    activation: Activation = "relu"
+
+
+@dataclass(frozen=True)
+class ModelConfig(Section):
+    """Bottom and head models."""
+
+    bottom: BottomConfig = field(default_factory=BottomConfig)
+    head: HeadConfig = field(default_factory=HeadConfig)
+
+
+@dataclass(frozen=True)
+class OptimizerConfig(Section):
+    """The optimizer every role uses for its own parameters.
+
+    Attributes:
+        name: ``sgd`` or ``adam``.
+        lr: Learning rate.
+        momentum: SGD momentum.
+        weight_decay: L2 penalty.
+        fused: Use torch's fused update kernels (one kernel per parameter tensor instead of a
+            Python loop of elementwise ops); the same update up to float rounding, and faster.
+        lr_schedule: ``constant``, or ``inverse_sqrt``: ``lr / sqrt(t + 1)`` in round ``t``
+            (FedBCD's step size; constant within a round).
+    """
+
+    name: Literal["sgd", "adam"] = "adam"
+    lr: Annotated[float, Range(gt=0)] = 1e-3
+    momentum: Annotated[float, Range(ge=0, lt=1)] = 0.0
+    weight_decay: Annotated[float, Range(ge=0)] = 0.0
+    fused: bool = True
+    lr_schedule: Literal["constant", "inverse_sqrt"] = "constant"
+
+
+@dataclass(frozen=True)
+class TrainConfig(Section):
+    """The training loop.
+
+    Attributes:
+        epochs: Passes over the training split; one round per mini-batch.
+        batch_size: Samples per round.
+        eval_batch_size: Samples per evaluation request.
+        shuffle: Draw a fresh seeded permutation each epoch (else in order).
+        drop_last: Leave out each epoch's incomplete last batch (with Q local steps a small
+            last batch is over-fitted Q times).
+        seed: Seeds model initialization and batch order.
+        optimizer: Optimizer settings.
+        checkpoint: Write a checkpoint after every epoch (for ``--resume``).
+        eval_at_start: Evaluate the untrained model first (epoch 0 of ``metrics.jsonl``), so that
+            curves and costs-to-target start from zero traffic.
+        eval_every: Also evaluate every this many rounds within epochs (0: after each epoch
+            only); for rounds-to-target at round granularity.
+    """
+
+    epochs: Annotated[int, Range(ge=1)] = 5
+    batch_size: Annotated[int, Range(ge=1)] = 128
+    eval_batch_size: Annotated[int, Range(ge=1)] = 2048
+    shuffle: bool = True
+    drop_last: bool = False
+    seed: Annotated[int, Range(ge=0)] = 0
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    checkpoint: bool = True
+    eval_at_start: bool = True
+    eval_every: Annotated[int, Range(ge=0)] = 0
+
+
+@dataclass(frozen=True)
+class ProtocolConfig(Section):
+    """Which protocol trains the model.
+
+    Attributes:
+        mode: ``vfl``: parties and server exchange messages through the in-process transport,
+            every message encoded and counted. ``centralized``: the same combined model trained
+            in one process with no messages (the baseline).
+        labels: ``private``: only the server holds labels; it returns d loss / d embedding
+            (split learning, C-VFL Algorithm 2, FedBCD). ``shared``: every party holds them and
+            receives the stale compressed view of the round (C-VFL Algorithm 1; FedBCD's exact
+            partial gradient at the stale point).
+        local_steps: Q, the local iterations every role takes per round on the round's batch.
+        proximal_mu: FedPBCD's proximal weight mu (0 disables the term).
+        schedule: ``parallel`` (FedBCD-p: every party steps at once after one exchange) or
+            ``sequential`` (FedBCD-s: parties step one after another, each re-sending its
+            updated embedding; private labels only).
+        active_party: The party (1..M) whose features live with the label holder (FedBCD's
+            party K): its exchanges stay in the server's process and cost no bytes. 0 = none.
+    """
+
+    mode: Literal["vfl", "centralized"] = "vfl"
+    labels: Literal["private", "shared"] = "private"
+    local_steps: Annotated[int, Range(ge=1)] = 1
+    proximal_mu: Annotated[float, Range(ge=0)] = 0.0
+    schedule: Literal["parallel", "sequential"] = "parallel"
+    active_party: Annotated[int, Range(ge=0)] = 0
+
+
+@dataclass(frozen=True)
+class TargetConfig(Section):
+    """A metric value whose cost (rounds, bytes, time) the summary reports.
+
+    Attributes:
+        metric: ``test_accuracy``, ``test_loss`` (reached when at or below ``value``),
+            ``test_f1`` or ``test_auc`` (binary tasks); empty for no target.
+        value: The value to reach.
+        compute_ms: Time-to-target model (C-VFL section 7): the time of one local step at a
+            party, in ms (the paper's 10); 0 uses this run's measured training time per step.
+        latencies_ms: Round-trip latencies t_c for which the summary reports
+            ``rounds × (Q·t_compute + t_c)``.
+        stop: End training at the first evaluation that reaches the target.
+    """
+
+    metric: Annotated[str, OneOf(TARGET_METRICS)] = ""
+    value: float = 0.0
+    compute_ms: Annotated[float, Range(ge=0)] = 10.0
+    latencies_ms: Annotated[tuple[float, ...], Each(Range(ge=0))] = (1.0, 10.0, 50.0, 200.0)
+    stop: bool = False
+
+
+@dataclass(frozen=True)
+class OutputConfig(Section):
+    """Where results go.
+
+    Attributes:
+        dir: Parent directory of run directories.
+        name: Run directory name; empty for ``<config stem>-<timestamp>``.
+        progress: Show a progress bar.
+    """
+
+    dir: str = "runs"
+    name: str = ""
+    progress: bool = True

@@ -1,0 +1,212 @@
+"""The run config's pipeline stages: compression, differential privacy, LVFL lightweighting.
+
+Each section declares its fields' valid ranges next to the fields (``vfl.config.fields``);
+every rule between fields, and whether a compressor or schedule can be built, lives in
+``vfl.config.rules``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+from vfl.config.fields import Each, Range, Satisfies, pairs
+from vfl.config.section import Section
+
+Ratio = Annotated[float, Range(ge=0, lt=1)]
+Finite = Annotated[float, Satisfies(math.isfinite, "must be a finite number", "finite")]
+
+
+@dataclass(frozen=True)
+class CompressorConfig(Section):
+    """A compressor on one link (see docs/compression.md).
+
+    Attributes:
+        name: ``none`` (plain float32 tensors in the baseline messages), ``identity`` (float32
+            in a compressed-payload message), ``scalar`` (dithered uniform quantizer),
+            ``lattice`` (dithered 2-D hexagonal lattice), ``topk`` (sparsification).
+        bits: ``b``, bits per component (nominal for top-k: ``k = ceil(P b / 32)``).
+        range: Quantizers: ``message`` (each message's min and max travel in a header) or
+            ``fixed`` (``[low, high]``, e.g. ``[-1, 1]`` for tanh embeddings; values outside
+            are clipped).
+        low: Lower end of a fixed range.
+        high: Upper end of a fixed range.
+        ratio: Top-k: the fraction of components kept; 0 derives k from ``bits``.
+        select: Top-k: keep the largest ``magnitude`` entries, or the columns with the largest
+            previous-step ``gradient`` magnitude (the C-VFL paper's rule).
+        per_row: Top-k: one index set per sample instead of one shared by the batch.
+        schedule: ``constant`` b, ``steps`` (``steps`` gives ``[round, b]`` pairs), or
+            ``diminishing`` (C-VFL section 5.6: b grows so the error falls like 1/sqrt(t)).
+        steps: For ``steps``: ``[[0, 2], [500, 3]]`` is b = 2 until round 499, then 3.
+    """
+
+    name: str = "none"
+    bits: Annotated[int, Range(ge=1, le=32)] = 32
+    range: Literal["message", "fixed"] = "message"
+    low: Finite = -1.0
+    high: Finite = 1.0
+    ratio: Annotated[float, Range(ge=0, le=1)] = 0.0
+    select: Literal["magnitude", "gradient"] = "magnitude"
+    per_row: bool = False
+    schedule: Literal["constant", "steps", "diminishing"] = "constant"
+    steps: Annotated[
+        tuple[tuple[int, ...], ...], Satisfies(pairs, "must be [round, bits] pairs")
+    ] = ()
+
+
+@dataclass(frozen=True)
+class CompressConfig(Section):
+    """Compression on each link.
+
+    Attributes:
+        embedding: C_1..C_M, the parties' embeddings to the server.
+        server_model: C_0, the server model broadcast with shared labels (``none``: use the
+            embedding compressor, as the C-VFL authors' code does).
+        gradient: The gradients the server returns with private labels.
+    """
+
+    embedding: CompressorConfig = field(default_factory=CompressorConfig)
+    server_model: CompressorConfig = field(default_factory=CompressorConfig)
+    gradient: CompressorConfig = field(default_factory=CompressorConfig)
+
+
+@dataclass(frozen=True)
+class PrivacyConfig(Section):
+    """Differential privacy of the embeddings: the Poisson Binomial Mechanism (VFL-PBM).
+
+    Attributes:
+        mechanism: ``none``, or ``pbm``: every party sends, per coordinate, a count
+            q ~ Binomial(trials, 1/2 + (beta/clip) x) instead of its embedding x; the server
+            estimates the SUM of the embeddings (needs ``model.head.fusion = "sum"`` and tanh
+            embeddings).
+        trials: b, the binomial trials per coordinate.
+        beta: beta in (0, 1/4]: how far the success probability moves with x.
+        clip: C, the bound on |x| (1 for tanh embeddings).
+        secure_aggregation: ``on`` masks the counts pairwise (X25519, HKDF, ChaCha20,
+            mod 2^k) so the server learns only their sum, and sums evaluation embeddings
+            securely too; ``off`` sends each party's counts in the clear; ``auto`` is ``on``
+            with PBM and ``off`` without.
+        delta: The delta at which epsilon is reported. Each training sample is used once per
+            shuffled epoch, so the accountant composes one release per sample per epoch.
+        eval_fraction_bits: f, the fixed-point precision of securely summed evaluation
+            embeddings (steps of clip / 2^(f-1)).
+        secure_rng: Draw the mechanism's randomness from the operating system (as a deployment
+            must) instead of a seeded generator (reproducible experiments).
+    """
+
+    mechanism: Literal["none", "pbm"] = "none"
+    trials: Annotated[int, Range(ge=1)] = 16
+    beta: Annotated[float, Range(gt=0, le=0.25)] = 0.05
+    clip: Annotated[float, Range(gt=0)] = 1.0
+    secure_aggregation: Literal["auto", "on", "off"] = "auto"
+    delta: Annotated[float, Range(gt=0, lt=1)] = 1e-5
+    eval_fraction_bits: Annotated[int, Range(ge=8, le=32)] = 16
+    secure_rng: bool = False
+
+
+@dataclass(frozen=True)
+class RatioScheduleConfig(Section):
+    """A per-round ratio (LVFL's ``α_k^t`` or ``β_k^t``): the fraction removed, in ``[0, 1)``.
+
+    Attributes:
+        kind: ``constant`` (``value``), ``steps`` (``steps``: ``[round, ratio]`` pairs, each ratio
+            holding from its round on), ``linear`` (from ``start_value`` at ``start_round`` to
+            ``end_value`` at ``end_round``), or ``table`` (``values``: one ratio per round, the
+            last one holding afterwards). Rounds count from 0.
+        value: For ``constant``.
+        steps: For ``steps``: ``[[0, 0.0], [40, 0.4]]`` switches 0.4 on at round 40.
+        start_round: For ``linear``.
+        end_round: For ``linear``.
+        start_value: For ``linear``.
+        end_value: For ``linear``.
+        values: For ``table``.
+    """
+
+    kind: Literal["constant", "steps", "linear", "table"] = "constant"
+    value: Ratio = 0.0
+    steps: Annotated[
+        tuple[tuple[float, ...], ...], Satisfies(pairs, "must be [round, ratio] pairs")
+    ] = ()
+    start_round: Annotated[int, Range(ge=0)] = 0
+    end_round: Annotated[int, Range(ge=0)] = 0
+    start_value: Ratio = 0.0
+    end_value: Ratio = 0.0
+    values: Annotated[tuple[float, ...], Each(Range(ge=0, lt=1))] = ()
+
+    def spec(self) -> dict[str, object]:
+        """The schedule as ``vfl.prune.make_schedule`` takes it."""
+        if self.kind == "constant":
+            return {"kind": "constant", "value": self.value}
+        if self.kind == "steps":
+            return {"kind": "steps", "steps": [[int(r), float(v)] for r, v in self.steps]}
+        if self.kind == "table":
+            return {"kind": "table", "values": list(self.values)}
+        return {
+            "kind": "linear",
+            "start_round": self.start_round,
+            "end_round": self.end_round,
+            "start_value": self.start_value,
+            "end_value": self.end_value,
+        }
+
+    @property
+    def is_zero(self) -> bool:
+        """Whether the ratio is 0 in every round."""
+        ratios = {
+            "constant": (self.value,),
+            "steps": tuple(v for _, v in self.steps),
+            "table": self.values,
+            "linear": (self.start_value, self.end_value),
+        }[self.kind]
+        return all(r == 0 for r in ratios)
+
+
+@dataclass(frozen=True)
+class PartyLightweightConfig(Section):
+    """One party's own schedules (heterogeneous devices), replacing the shared ones.
+
+    Attributes:
+        party: The party id, 1..M.
+        alpha: Its pruning ratio schedule.
+        beta: Its upload sparsification schedule.
+    """
+
+    party: Annotated[int, Range(ge=1)] = 0
+    alpha: RatioScheduleConfig = field(default_factory=RatioScheduleConfig)
+    beta: RatioScheduleConfig = field(default_factory=RatioScheduleConfig)
+
+
+@dataclass(frozen=True)
+class LightweightConfig(Section):
+    """LVFL lightweighting (see docs/lightweighting.md).
+
+    Attributes:
+        alpha: Computation: the fraction of filters/neurons pruned from every prunable layer of
+            each bottom model, per round, applied progressively (never regrown).
+        beta: Communication: the fraction of each upload's entries zeroed (smallest magnitudes
+            first), sent as values plus positions; combines with scalar or lattice quantizers.
+        party: Per-party schedules (``[[lightweight.party]]`` with ``party``, ``alpha``,
+            ``beta``); parties not listed use ``alpha`` and ``beta``.
+        prune_at: When a party prunes in a round: ``round_start`` (before it computes the
+            round's upload, so upload and local steps use one model; any protocol) or
+            ``after_upload`` (the LVFL algorithm's literal order: the upload comes from the
+            model before pruning, the local steps train the pruned one; shared labels only).
+    """
+
+    alpha: RatioScheduleConfig = field(default_factory=RatioScheduleConfig)
+    beta: RatioScheduleConfig = field(default_factory=RatioScheduleConfig)
+    party: tuple[PartyLightweightConfig, ...] = ()
+    prune_at: Literal["round_start", "after_upload"] = "round_start"
+
+    def schedules_of(self, party: int) -> tuple[RatioScheduleConfig, RatioScheduleConfig]:
+        """Party ``party``'s (alpha, beta) schedules."""
+        for entry in self.party:
+            if entry.party == party:
+                return entry.alpha, entry.beta
+        return self.alpha, self.beta
+
+    @property
+    def sparsifies(self) -> bool:
+        """Whether any party ever zeroes part of its uploads."""
+        return not self.beta.is_zero or any(not e.beta.is_zero for e in self.party)
