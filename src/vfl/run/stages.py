@@ -8,7 +8,7 @@ name of the protocol loop. Nothing else turns these config sections into objects
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Literal
 
 import torch
 
@@ -19,6 +19,7 @@ from vfl.compress.registry import COMPRESSORS, make_compressor
 from vfl.compress.schedule import make_schedule as make_bit_schedule
 from vfl.compress.sparsify import SparsifyingCodec
 from vfl.config import CompressorConfig, RunConfig
+from vfl.config.buildable import compressor_parameters
 from vfl.models.optim import LearningRateSchedule
 from vfl.privacy.pbm import PoissonBinomialMechanism
 from vfl.privacy.secure_sum import PartySecureSum, ServerSecureSum, mechanism_generator
@@ -35,23 +36,10 @@ Entropy = Literal["seeded", "os"]
 IDENTITY = CompressorConfig(name="identity")
 
 
-def compressor_params(config: CompressorConfig, bits: int) -> dict[str, Any]:
-    """A link config's settings as keyword parameters of its compressor class.
-
-    A compressor takes those of ``bits``, ``low``/``high`` (a fixed range), ``ratio`` (which
-    replaces ``bits``) and ``per_row`` that it declares.
-    """
-    values: dict[str, Any] = {"per_row": config.per_row}
-    values.update({"ratio": config.ratio} if config.ratio > 0 else {"bits": bits})
-    if config.range == "fixed":
-        values.update(low=config.low, high=config.high)
-    declared = {f.name for f in dataclasses.fields(COMPRESSORS[config.name])}  # type: ignore[arg-type]
-    return {name: value for name, value in values.items() if name in declared}
-
-
 def compressor(config: CompressorConfig, bits: int) -> Compressor:
     """The registered compressor a link config names, with ``bits`` bits per component."""
-    return make_compressor(config.name, **compressor_params(config, bits))
+    accepted = {f.name for f in dataclasses.fields(COMPRESSORS[config.name])}  # type: ignore[arg-type]
+    return make_compressor(config.name, **compressor_parameters(config, bits, accepted))
 
 
 def codec(config: CompressorConfig) -> TensorCodec | None:
