@@ -91,8 +91,12 @@ class PrivacyConfig(Section):
             shuffled epoch, so the accountant composes one release per sample per epoch.
         eval_fraction_bits: f, the fixed-point precision of securely summed evaluation
             embeddings (steps of clip / 2^(f-1)).
-        secure_rng: Draw the mechanism's randomness from the operating system (as a deployment
-            must) instead of a seeded generator (reproducible experiments).
+        randomness: Where the mechanism's noise comes from. ``os``: the operating system, so no
+            other party can predict it (what the privacy claim needs); ``seeded``: a generator
+            seeded from ``train.seed`` (reproducible experiments, but anyone who knows the seed
+            can regenerate the noise, so the run is not private; refused in a deployment, where
+            the server chooses the seed); ``auto``: ``os`` in a deployment, ``seeded`` in
+            simulation (the summary says so).
     """
 
     mechanism: Literal["none", "pbm"] = "none"
@@ -102,7 +106,7 @@ class PrivacyConfig(Section):
     secure_aggregation: Literal["auto", "on", "off"] = "auto"
     delta: Annotated[float, Range(gt=0, lt=1)] = 1e-5
     eval_fraction_bits: Annotated[int, Range(ge=8, le=32)] = 16
-    secure_rng: bool = False
+    randomness: Literal["auto", "seeded", "os"] = "auto"
 
 
 @dataclass(frozen=True)

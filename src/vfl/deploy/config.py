@@ -268,6 +268,11 @@ def check_deployable(config: RunConfig, deployment: DeploymentConfig) -> None:
             "protocol.active_party must be 0 in a deployment: the server holds labels only",
         ),
         (
+            config.privacy.randomness == "seeded",
+            "privacy.randomness = 'seeded' is refused in a deployment: the server chooses"
+            " train.seed, so it could regenerate every party's noise; use 'auto' or 'os'",
+        ),
+        (
             config.partition.num_parties != len(deployment.parties),
             f"partition.num_parties is {config.partition.num_parties} but"
             f" [[deployment.parties]] lists {len(deployment.parties)}",

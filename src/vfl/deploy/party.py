@@ -137,6 +137,11 @@ class PartyRuntime:
 
     def _setup(self, request: SetupRequest) -> SetupReply:
         config = from_mapping(RunConfig, tomllib.loads(request.config))
+        if config.privacy.randomness == "seeded":  # the server chose the seed: never accept it
+            raise ProtocolError(
+                f"party {self.party_id} refuses the run: privacy.randomness = 'seeded' would derive"
+                " its noise from train.seed, a value the server chose"
+            )
         alignment = self.state.load_alignment(request.alignment)
         train = self.tables[0].take(alignment.rows[0])
         test = self.tables[1].take(alignment.rows[1])
@@ -144,7 +149,7 @@ class PartyRuntime:
         if request.restore_round < 0:  # modules may draw from the global RNG (dropout)
             torch.manual_seed(derive_seed(config.train.seed, "torch-global", self.party_id))
         shared = config.protocol.labels == "shared"
-        blueprint = Blueprint.from_config(config)
+        blueprint = Blueprint.from_config(config, entropy="os")
         party = build_party(
             blueprint,
             self.party_id,

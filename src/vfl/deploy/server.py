@@ -163,7 +163,7 @@ def run_server(
         _fit(session, config, deployment, run, resume)
         session.trainer.close()  # tells the parties the run is over
         finished = True
-        return finish_summary(config, session, run)
+        return finish_summary(config, session, run, entropy="os")
     finally:
         run.write_text(WIRE, json.dumps(transport.wire.snapshot(), indent=2) + "\n")
         if not finished:  # parties keep waiting for a resumed server (or their give_up_s)

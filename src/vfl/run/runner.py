@@ -6,6 +6,7 @@ composition) happens before the run directory is created, so a refused run leave
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,10 @@ from vfl.run.compose import Blueprint, build_session
 from vfl.run.data import prepare
 from vfl.run.fit import fit
 from vfl.run.session import PartyGroup, Session
+from vfl.run.stages import Entropy, noise_source
 from vfl.seeding import derive_seed
+
+log = logging.getLogger(__name__)
 
 
 def default_run_dir(config: RunConfig, label: str) -> Path:
@@ -54,6 +58,8 @@ def train(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str
     if not resume:  # user modules may draw from the global RNG (dropout): make runs repeatable
         torch.manual_seed(derive_seed(config.train.seed, "torch-global"))
     session = build_session(Blueprint.from_config(config), data)
+    if config.privacy.mechanism == "pbm" and noise_source(config, "seeded") == "seeded":
+        log.warning("privacy noise: %s", noise_note("seeded"))
     run_files = RunDirectory(run_dir)
     run_files.write_text(CONFIG, to_toml(config))
     run_files.write_text(PARTITION, partition.to_json())
@@ -92,10 +98,19 @@ def fit_as_configured(
 
 
 def finish_summary(
-    config: RunConfig, session: Session[PartyGroup], run: RunDirectory
+    config: RunConfig,
+    session: Session[PartyGroup],
+    run: RunDirectory,
+    *,
+    entropy: Entropy = "seeded",
 ) -> dict[str, Any]:
-    """Add to ``summary.json`` the compute records, the paper's cost formulas, time to target."""
+    """Add to ``summary.json`` the compute records, the paper's cost formulas, time to target.
+
+    ``entropy`` is where the run was built: ``seeded`` in simulation, ``os`` in a deployment.
+    """
     summary = run.read_json(SUMMARY)
+    if "privacy" in summary:
+        summary["privacy"]["noise"] = noise_note(noise_source(config, entropy))
     logs = session.compute_logs()
     if logs:
         write_compute_csv(run.file(COMPUTE), logs)
@@ -117,6 +132,16 @@ def finish_summary(
         )
     run.write_json(SUMMARY, summary)
     return summary
+
+
+def noise_note(source: Entropy) -> str:
+    """What the privacy section of a summary says about where the noise came from."""
+    if source == "os":
+        return "os: drawn from the operating system"
+    return (
+        "seeded: reproducible from train.seed, so anyone who knows the seed can regenerate it;"
+        " epsilon holds only if the seed is secret (privacy.randomness = 'os' for private runs)"
+    )
 
 
 def round_shape(config: RunConfig, loop: ServerLoop) -> RoundShape:

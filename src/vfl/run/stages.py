@@ -140,15 +140,25 @@ def secure_aggregation(config: RunConfig) -> bool:
     return config.privacy.secure_aggregation != "off"
 
 
+def noise_source(config: RunConfig, entropy: Entropy) -> Entropy:
+    """Where the PBM noise of a run comes from: ``privacy.randomness``, or the run's default.
+
+    ``entropy`` is the default of the place the run is built in: ``os`` in a deployment,
+    ``seeded`` in simulation.
+    """
+    chosen = config.privacy.randomness
+    return entropy if chosen == "auto" else chosen
+
+
 def party_privacy(config: RunConfig, party: int, *, entropy: Entropy) -> PartySecureSum | None:
     """A party's PBM stage, or ``None`` without a privacy mechanism.
 
-    With ``entropy = "os"`` (or ``privacy.secure_rng``) the mechanism's generator is seeded from
-    the operating system, never from ``train.seed``.
+    With OS randomness (``noise_source``) the mechanism's generator is seeded from the operating
+    system, never from ``train.seed``.
     """
     if config.privacy.mechanism != "pbm":
         return None
-    os_entropy = entropy == "os" or config.privacy.secure_rng
+    os_entropy = noise_source(config, entropy) == "os"
     seed = derive_seed(config.train.seed, "pbm", party)
     generator: torch.Generator = mechanism_generator(seed, secure_rng=os_entropy)
     return PartySecureSum(party, mechanism(config), generator, secure=secure_aggregation(config))
