@@ -38,7 +38,7 @@ from vfl.deploy.certs import PkiFiles, create_test_pki
 from vfl.run.compose import Blueprint, build_loop, build_party, build_server, build_session
 from vfl.run.data import prepare
 from vfl.run.models import ConfigModels, embedding_width
-from vfl.run.session import Session
+from vfl.run.session import LocalParties, Session
 from vfl.transport import PartyEndpoint
 from vfl.transport.grpc_party import PartyLink
 from vfl.transport.grpc_transport import GrpcTransport
@@ -122,7 +122,7 @@ def grpc_run(
         test_labels=data.test_labels,
         widths=widths,
     )
-    return Session(build_loop(blueprint, server, transport)), transport, processes
+    return Session(build_loop(blueprint, server, transport), LocalParties()), transport, processes
 
 
 def wait_for_parties(transport: GrpcTransport, processes: list[Any], *, timeout_s: float) -> None:

@@ -24,6 +24,7 @@ from vfl.config.schema import RunConfig
 from vfl.config.section import rule
 from vfl.config.sections import (
     DataConfig,
+    HeadConfig,
     OptimizerConfig,
     PartitionConfig,
     ProtocolConfig,
@@ -48,6 +49,33 @@ def _scheme_fixes_party_count(partition: PartitionConfig) -> None:
         fixed is None or partition.num_parties == fixed,
         "num_parties",
         f"scheme {partition.scheme!r} makes {fixed} parties, got {partition.num_parties}",
+    )
+
+
+@rule(HeadConfig)
+def _no_top_model_needs_a_summing_fusion(head: HeadConfig) -> None:
+    if head.top == "none":
+        check(
+            head.fusion in ("sum", "mean"),
+            "fusion",
+            f"top = 'none' adds the parties' logits: use fusion 'sum' or 'mean', not"
+            f" {head.fusion!r}",
+        )
+        check(
+            not head.hidden, "hidden", "top = 'none' has no model after the fusion: leave it empty"
+        )
+
+
+@rule(PartitionConfig)
+def _grid_covers_the_parties(partition: PartitionConfig) -> None:
+    if partition.scheme != "grid":
+        check(not partition.grid, "grid", f"only used with scheme 'grid', not {partition.scheme!r}")
+        return
+    check(
+        len(partition.grid) == 2 and partition.grid[0] * partition.grid[1] == partition.num_parties,
+        "grid",
+        f"must be [rows, cols] with rows * cols = num_parties ({partition.num_parties}), got"
+        f" {list(partition.grid)}",
     )
 
 

@@ -12,7 +12,9 @@ from typing import Annotated, Literal
 from vfl.config.fields import Each, NonEmpty, OneOf, Range, Satisfies
 from vfl.config.section import Section
 
-PartitionScheme = Literal["halves", "quadrants", "strips", "columns", "contiguous", "random"]
+PartitionScheme = Literal[
+    "halves", "quadrants", "strips", "grid", "columns", "contiguous", "random"
+]
 Activation = Literal["relu", "tanh", "sigmoid", "gelu"]
 OutputActivation = Literal["none", "relu", "tanh", "sigmoid"]
 TARGET_METRICS = ("", "test_accuracy", "test_loss", "test_f1", "test_auc")
@@ -60,17 +62,21 @@ class PartitionConfig(Section):
 
     Attributes:
         scheme: Images: ``halves`` (2 parties, left/right), ``quadrants`` (4), ``strips``
-            (``num_parties`` vertical strips). Tables: ``columns`` (explicit ``groups``),
+            (``num_parties`` vertical strips), ``grid`` (``grid = [rows, cols]`` cells, e.g.
+            ``[2, 1]`` for top/bottom halves). Tables: ``columns`` (explicit ``groups``),
             ``contiguous`` blocks, or a seeded ``random`` split of the original columns.
         num_parties: Number of parties M.
         groups: For ``columns``: one list of column names per party (original or encoded names).
         seed: For ``random``.
+        grid: For ``grid``: ``[rows, cols]`` with ``rows * cols = num_parties``; parties are
+            numbered row by row from the top left.
     """
 
     scheme: PartitionScheme = "quadrants"
     num_parties: Annotated[int, Range(ge=1)] = 4
     groups: tuple[tuple[str, ...], ...] = ()
     seed: int = 0
+    grid: Annotated[tuple[int, ...], Each(Range(ge=1))] = ()
 
 
 @dataclass(frozen=True)
@@ -102,14 +108,19 @@ class HeadConfig(Section):
     """The server's head.
 
     Attributes:
-        fusion: ``concat`` the embeddings, or ``sum`` them.
+        fusion: ``concat`` the embeddings, ``sum`` them, or take their ``mean``.
         hidden: Hidden widths of the MLP after fusion; empty for a linear head.
         activation: Activation between hidden layers.
+        top: ``mlp``: a trainable model after the fusion (linear when ``hidden`` is empty);
+            ``none``: no trainable model, the parties' outputs summed or averaged are the
+            logits (needs ``fusion`` sum or mean and ``model.bottom.embedding_dim`` equal to the
+            task's logits: 1 for a binary task, else the number of classes).
     """
 
-    fusion: Literal["concat", "sum"] = "concat"
+    fusion: Literal["concat", "sum", "mean"] = "concat"
     hidden: Widths = ()
     activation: Activation = "relu"
+    top: Literal["mlp", "none"] = "mlp"
 
 
 @dataclass(frozen=True)

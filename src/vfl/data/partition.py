@@ -1,6 +1,7 @@
 """Vertical partitioning: which features each party holds.
 
-Images are split by region (left/right halves, quadrants, or vertical strips); tables by
+Images are split by region (left/right halves, quadrants, vertical strips, or any grid of rows
+and columns, such as top/bottom halves); tables by
 column: explicit groups of names, contiguous blocks, or a seeded random split. Tables are split by
 *original* column, so a one-hot encoded categorical always stays with one party.
 """
@@ -82,15 +83,21 @@ class Partition:
         return cls(scheme=str(raw["scheme"]), views=views)
 
 
-def image_partition(shape: Sequence[int], scheme: str, num_parties: int) -> Partition:
+def image_partition(
+    shape: Sequence[int], scheme: str, num_parties: int, *, grid: Sequence[int] = ()
+) -> Partition:
     """Split ``(C, H, W)`` images by region.
 
     ``halves``: left and right halves (2 parties, as FedBCD's 28x14 MNIST halves).
     ``quadrants``: top-left, top-right, bottom-left, bottom-right (4 parties).
     ``strips``: ``num_parties`` vertical strips of near-equal width, left to right.
+    ``grid``: ``grid = (rows, cols)`` cells of near-equal size, numbered row by row from the top
+    left; ``(2, 1)`` is the top and bottom halves of the common two-party MNIST benchmark.
     """
     _, height, width = shape
-    if scheme == "halves":
+    if scheme == "grid":
+        regions = _grid_regions(height, width, grid, num_parties)
+    elif scheme == "halves":
         regions = [(0, height, 0, width // 2), (0, height, width // 2, width)]
     elif scheme == "quadrants":
         h, w = height // 2, width // 2
@@ -106,9 +113,32 @@ def image_partition(shape: Sequence[int], scheme: str, num_parties: int) -> Part
     else:
         raise ConfigError(
             f"partition.scheme {scheme!r} does not apply to images; valid: halves,"
-            " quadrants, strips"
+            " quadrants, strips, grid"
         )
     return Partition(scheme, tuple(PartyView(party=i + 1, region=r) for i, r in enumerate(regions)))
+
+
+def _grid_regions(
+    height: int, width: int, grid: Sequence[int], num_parties: int
+) -> list[tuple[int, int, int, int]]:
+    """Row-major ``(row_start, row_stop, col_start, col_stop)`` cells of a ``rows x cols`` grid."""
+    if len(grid) != 2 or grid[0] * grid[1] != num_parties:
+        raise ConfigError(
+            f"partition.grid must be [rows, cols] with rows * cols = num_parties ({num_parties}),"
+            f" got {list(grid)}"
+        )
+    rows, cols = grid
+    if not (1 <= rows <= height and 1 <= cols <= width):
+        raise ConfigError(
+            f"partition.grid: {rows} x {cols} cells do not fit a {height} x {width} image"
+        )
+    row_edges = np.linspace(0, height, rows + 1).round().astype(int)
+    col_edges = np.linspace(0, width, cols + 1).round().astype(int)
+    return [
+        (int(r0), int(r1), int(c0), int(c1))
+        for r0, r1 in itertools.pairwise(row_edges)
+        for c0, c1 in itertools.pairwise(col_edges)
+    ]
 
 
 def table_partition(
@@ -202,10 +232,11 @@ def make_partition(
     *,
     groups: Sequence[Sequence[str]] = (),
     seed: int = 0,
+    grid: Sequence[int] = (),
 ) -> Partition:
     """Partition ``dataset`` by the scheme that fits its kind (image or table)."""
     if dataset.is_image:
-        return image_partition(dataset.sample_shape, scheme, num_parties)
+        return image_partition(dataset.sample_shape, scheme, num_parties, grid=grid)
     if dataset.columns is None:
         raise DataError(f"table data set {dataset.name!r} has no column names to partition by")
     sources = dataset.column_sources or dataset.columns

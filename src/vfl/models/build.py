@@ -13,7 +13,8 @@ from vfl.models.head import ConcatHead, SumHead
 from vfl.results.metrics import Task
 
 BOTTOM_KINDS = ("mlp", "cnn")
-FUSIONS = ("concat", "sum")
+FUSIONS = ("concat", "sum", "mean")
+TOPS = ("mlp", "none")
 
 
 def build_bottom(
@@ -63,16 +64,30 @@ def build_head(
     *,
     hidden: Sequence[int] = (),
     activation: str = "relu",
+    top: str = "mlp",
 ) -> nn.Module:
-    """A head fusing embeddings of ``embedding_dims`` widths into ``task.output_dim`` logits."""
-    if fusion == "sum":
+    """A head fusing embeddings of ``embedding_dims`` widths into ``task.output_dim`` logits.
+
+    ``top = "none"`` fuses by sum or mean with no trainable model after it: every party's
+    output must then already be ``task.output_dim`` logits.
+    """
+    if fusion in ("sum", "mean"):
         if len(set(embedding_dims)) != 1:
             raise ConfigError(
-                f"model.head.fusion 'sum' needs equal embedding widths, got {list(embedding_dims)}"
+                f"model.head.fusion {fusion!r} needs equal embedding widths, got"
+                f" {list(embedding_dims)}"
             )
-        return SumHead(
-            MLP(embedding_dims[0], tuple(hidden), task.output_dim, activation_name=activation)
-        )
+        width = embedding_dims[0]
+        if top == "none":
+            if width != task.output_dim:
+                raise ConfigError(
+                    f"model.head.top = 'none' uses the parties' outputs as logits: set"
+                    f" model.bottom.embedding_dim to {task.output_dim} (the task's logits), not"
+                    f" {width}"
+                )
+            return SumHead(nn.Identity(), mean=fusion == "mean")
+        body = MLP(width, tuple(hidden), task.output_dim, activation_name=activation)
+        return SumHead(body, mean=fusion == "mean")
     if fusion != "concat":
         raise ConfigError(f"model.head.fusion: unknown {fusion!r}; valid: {', '.join(FUSIONS)}")
     body = MLP(sum(embedding_dims), tuple(hidden), task.output_dim, activation_name=activation)

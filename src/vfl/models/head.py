@@ -31,26 +31,34 @@ class ConcatHead(nn.Module):
 
 
 class SumHead(nn.Module):
-    """Sum the embeddings (all of the same width) and apply ``body``.
+    """Sum (or average) the embeddings, all of the same width, and apply ``body``.
 
-    Sum fusion is what secure aggregation and PBM need: the server only ever needs the sum.
+    Sum fusion is what secure aggregation and PBM need: the server only ever needs the sum. With
+    ``body = nn.Identity()`` the head has no parameters: the parties' outputs are the logits'
+    summands (the plain sum or mean of the parties' logits).
 
     Args:
         body: Any module mapping ``(B, P)`` to logits.
+        mean: Divide the sum by the number of parties.
     """
 
-    fusion = "sum"
-
-    def __init__(self, body: nn.Module) -> None:
+    def __init__(self, body: nn.Module, *, mean: bool = False) -> None:
         super().__init__()
         self.body = body
+        self.mean = mean
+        self.fusion = "mean" if mean else "sum"
 
     def forward(self, embeddings: Sequence[torch.Tensor]) -> torch.Tensor:
         """Logits for a batch."""
         widths = {e.shape[1] for e in embeddings}
         if len(widths) != 1:
-            raise ValueError(f"sum fusion needs equal embedding widths, got {sorted(widths)}")
-        out: torch.Tensor = self.body(torch.stack(list(embeddings)).sum(dim=0))  # (B, P)
+            raise ValueError(
+                f"{self.fusion} fusion needs equal embedding widths, got {sorted(widths)}"
+            )
+        total = torch.stack(list(embeddings)).sum(dim=0)  # (B, P)
+        if self.mean:
+            total = total / len(embeddings)
+        out: torch.Tensor = self.body(total)
         return out
 
 

@@ -129,7 +129,7 @@ class ServerLoop:
 
     def train_round(self, ids: torch.Tensor) -> float:
         """One round on the batch ``ids`` (the round counter then advances); returns its loss."""
-        if self.options.learning_rate is not None:
+        if self.options.learning_rate is not None and self.server.optimizer is not None:
             self.options.learning_rate.apply(self.server.optimizer, self.rounds)
         loss = self.exchange(ids)
         finite_model = all(all_finite(p) for p in self.server.head.parameters())

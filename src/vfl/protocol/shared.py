@@ -35,9 +35,10 @@ class SharedLabelsTraining(ServerLoop):
         replies = self.request_embeddings(ids, CompressedEmbedReply)
         embeddings = self.decode_embeddings(replies, len(ids))
         seed = self.options.seeds.for_message("server_model", r, 0)
-        model_payload = links.server_model.encode(
-            self.server.parameter_vector(), seed=seed, round_=r
-        )
+        vector = self.server.parameter_vector()
+        model_payload = (
+            b"" if vector.numel() == 0 else links.server_model.encode(vector, seed=seed, round_=r)
+        )  # a head without parameters (top = "none") has no model to send
         broadcast = ViewBroadcast(
             round=r,
             embeddings=tuple(replies[p].payload for p in parties),

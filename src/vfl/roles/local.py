@@ -56,7 +56,7 @@ def snapshot(model: nn.Module) -> list[torch.Tensor]:
 
 def descend(
     model: nn.Module,
-    optimizer: torch.optim.Optimizer,
+    optimizer: torch.optim.Optimizer | None,
     objectives: Sequence[Closure],
     *,
     proximal_mu: float = 0.0,
@@ -64,8 +64,14 @@ def descend(
 ) -> None:
     """Take one optimizer step per objective, adding the proximal gradient if asked.
 
-    ``anchor`` is theta_sync; by default the parameters before the first of these steps.
+    ``anchor`` is theta_sync; by default the parameters before the first of these steps. A
+    model without parameters has no ``optimizer``: its objectives are still back-propagated (to
+    reach the gradients of its inputs) but nothing is stepped.
     """
+    if optimizer is None:
+        for objective in objectives:
+            torch.autograd.backward(*objective())
+        return
     if proximal_mu == 0:
         anchor = []
     elif anchor is None:

@@ -24,7 +24,8 @@ class Server:
         task: The classification task (loss, predictions).
         train_labels: ``int64`` labels of the aligned training split, ``(N,)``.
         test_labels: ``int64`` labels of the test split, ``(N_test,)``.
-        optimizer: Optimizer over ``head``'s parameters.
+        optimizer: Optimizer over ``head``'s parameters; ``None`` for a head without any (a
+            plain sum or mean of the parties' outputs).
         embedding_dims: The embedding width each party must send, by party id.
     """
 
@@ -35,7 +36,7 @@ class Server:
         task: Task,
         train_labels: torch.Tensor,
         test_labels: torch.Tensor,
-        optimizer: torch.optim.Optimizer,
+        optimizer: torch.optim.Optimizer | None,
         embedding_dims: Mapping[int, int],
     ) -> None:
         for name, labels in (("train", train_labels), ("test", test_labels)):
@@ -111,7 +112,7 @@ class Server:
             assert embedding.grad is not None  # every input feeds the head
             grads.append(embedding.grad)
             embedding.requires_grad_(False)
-        if steps.count > 1:
+        if steps.count > 1 and self.optimizer is not None:
             descend(
                 self.head,
                 self.optimizer,
@@ -133,8 +134,11 @@ class Server:
         return dict(zip(self.party_ids, grads, strict=True))
 
     def parameter_vector(self) -> torch.Tensor:
-        """The head's parameters as one flat vector (what C_0 compresses)."""
-        return nn.utils.parameters_to_vector(self.head.parameters()).detach()
+        """The head's parameters as one flat vector (what C_0 compresses); empty without any."""
+        params = list(self.head.parameters())
+        if not params:
+            return torch.zeros(0)
+        return nn.utils.parameters_to_vector(params).detach()
 
     def predict(self, embeddings: Mapping[int, torch.Tensor], batch: int) -> torch.Tensor:
         """Logits for ``batch`` samples from their embeddings, without updating anything."""
@@ -168,12 +172,14 @@ class Server:
 
     def state_dict(self) -> dict[str, Any]:
         """Head and optimizer state, for checkpoints."""
-        return {"head": self.head.state_dict(), "optimizer": self.optimizer.state_dict()}
+        optimizer = None if self.optimizer is None else self.optimizer.state_dict()
+        return {"head": self.head.state_dict(), "optimizer": optimizer}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from ``state_dict``."""
         self.head.load_state_dict(state["head"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        if self.optimizer is not None:
+            self.optimizer.load_state_dict(state["optimizer"])
 
     def check_parties(self, party_ids: Sequence[int]) -> None:
         """Raise unless ``party_ids`` are exactly the parties this server fuses."""

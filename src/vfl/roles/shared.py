@@ -66,6 +66,10 @@ def load_vector(
 ) -> None:
     """Overwrite ``module``'s parameters with a decoded flat parameter vector."""
     count = sum(p.numel() for p in module.parameters())
+    if count == 0:
+        if payload:
+            raise WireError(f"a server model without parameters came with {len(payload)} bytes")
+        return
     vector = codec.decode(payload, shape=(count,), seed=seed, round_=round_)
     with torch.no_grad():
         nn.utils.vector_to_parameters(vector, module.parameters())

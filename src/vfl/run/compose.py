@@ -96,7 +96,7 @@ def build_party(
         train_features=train_block,
         test_features=test_block,
         model=model,
-        optimizer=blueprint.models.optimizer(model.parameters()),
+        optimizer=_trainable(blueprint.models, model, f"party {party}'s bottom model"),
         options=options,
     )
 
@@ -228,7 +228,7 @@ def _centralized(blueprint: Blueprint, data: VerticalData) -> Session[LocalParti
     combined = CombinedModel(bottoms, models.head(widths, data.task))
     trainer = CentralizedTraining(
         model=combined,
-        optimizer=models.optimizer(combined.parameters()),
+        optimizer=_trainable(models, combined, "the combined model"),
         task=data.task,
         train_blocks=data.train_blocks,
         test_blocks=data.test_blocks,
@@ -238,6 +238,14 @@ def _centralized(blueprint: Blueprint, data: VerticalData) -> Session[LocalParti
         eval_batch_size=blueprint.config.train.eval_batch_size,
     )
     return Session(trainer, LocalParties())
+
+
+def _trainable(models: ModelSource, module: nn.Module, what: str) -> torch.optim.Optimizer:
+    """The optimizer of a module that must have parameters to train."""
+    optimizer = models.optimizer(module.parameters())
+    if optimizer is None:
+        raise ConfigError(f"{what} has no trainable parameters")
+    return optimizer
 
 
 def _check_parties(config: RunConfig, num_parties: int) -> None:

@@ -69,6 +69,6 @@ def prepare(config: RunConfig) -> tuple[Dataset, Partition, VerticalData]:
     dataset = load_data(config)
     part = config.partition
     partition = make_partition(
-        dataset, part.scheme, part.num_parties, groups=part.groups, seed=part.seed
+        dataset, part.scheme, part.num_parties, groups=part.groups, seed=part.seed, grid=part.grid
     )
     return dataset, partition, vertical_data(dataset, partition)

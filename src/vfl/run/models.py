@@ -37,8 +37,8 @@ class ModelSource(Protocol):
         """A party's copy of the head's architecture (shared labels refresh it every round)."""
         ...
 
-    def optimizer(self, params: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
-        """An optimizer over one role's parameters."""
+    def optimizer(self, params: Iterable[nn.Parameter]) -> torch.optim.Optimizer | None:
+        """An optimizer over one role's parameters (``None`` when it has none to train)."""
         ...
 
 
@@ -67,15 +67,23 @@ class ConfigModels:
         spec = self.config.model.head
         with torch_seed(derive_seed(self.config.train.seed, "head")):
             return build_head(
-                spec.fusion, widths, task, hidden=spec.hidden, activation=spec.activation
+                spec.fusion,
+                widths,
+                task,
+                hidden=spec.hidden,
+                activation=spec.activation,
+                top=spec.top,
             )
 
     def head_replica(self, widths: Sequence[int], task: Task) -> nn.Module:
         """The same head: built from the same seed, it starts equal to the server's."""
         return self.head(widths, task)
 
-    def optimizer(self, params: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
-        """The optimizer ``train.optimizer`` names."""
+    def optimizer(self, params: Iterable[nn.Parameter]) -> torch.optim.Optimizer | None:
+        """The optimizer ``train.optimizer`` names (``None`` without parameters to train)."""
+        params = list(params)
+        if not params:
+            return None
         spec = self.config.train.optimizer
         build = optimizer_factory(
             spec.name,
@@ -120,9 +128,10 @@ class GivenModels:
         """A deep copy of the head given."""
         return copy.deepcopy(self.head_module)
 
-    def optimizer(self, params: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
-        """The user's optimizer over ``params``."""
-        return self.factory(params)
+    def optimizer(self, params: Iterable[nn.Parameter]) -> torch.optim.Optimizer | None:
+        """The user's optimizer over ``params`` (``None`` without parameters to train)."""
+        params = list(params)
+        return self.factory(params) if params else None
 
 
 def embedding_width(model: nn.Module, block: torch.Tensor) -> int:
