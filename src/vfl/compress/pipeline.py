@@ -18,6 +18,23 @@ REFRESH = "embedding-refresh"
 """Seed purpose of an embedding re-sent after a party's update (FedBCD-s)."""
 
 
+class _EvaluationChunk(Protocol):
+    @property
+    def ids(self) -> torch.Tensor: ...
+
+    @property
+    def split(self) -> int: ...
+
+
+def evaluation_purpose(request: _EvaluationChunk) -> str:
+    """Seed purpose of a compressed evaluation embedding: its split and first row.
+
+    An evaluation sends several chunks in one round; each gets its own dither this way, and both
+    ends know it from the request alone.
+    """
+    return f"evaluation-{request.split}-{int(request.ids[0])}"
+
+
 class TensorCodec(Protocol):
     """Encodes tensors of a known shape to payload bytes and back."""
 

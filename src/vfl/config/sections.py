@@ -142,8 +142,11 @@ class OptimizerConfig(Section):
         weight_decay: L2 penalty.
         fused: Use torch's fused update kernels (one kernel per parameter tensor instead of a
             Python loop of elementwise ops); the same update up to float rounding, and faster.
-        lr_schedule: ``constant``, or ``inverse_sqrt``: ``lr / sqrt(t + 1)`` in round ``t``
-            (FedBCD's step size; constant within a round).
+        lr_schedule: Per round ``t``: ``constant``, or ``inverse_sqrt``: ``lr / sqrt(t + 1)``
+            (FedBCD's step size). Per epoch ``e``: ``step``: ``lr * lr_gamma^floor(e /
+            lr_step_epochs)``, or ``exponential``: ``lr * lr_gamma^e``. Constant within a round.
+        lr_gamma: The decay factor of the ``step`` and ``exponential`` schedules.
+        lr_step_epochs: Epochs between two decays of the ``step`` schedule.
     """
 
     name: Literal["sgd", "adam"] = "adam"
@@ -151,7 +154,9 @@ class OptimizerConfig(Section):
     momentum: Annotated[float, Range(ge=0, lt=1)] = 0.0
     weight_decay: Annotated[float, Range(ge=0)] = 0.0
     fused: bool = True
-    lr_schedule: Literal["constant", "inverse_sqrt"] = "constant"
+    lr_schedule: Literal["constant", "inverse_sqrt", "step", "exponential"] = "constant"
+    lr_gamma: Annotated[float, Range(gt=0, le=1)] = 0.1
+    lr_step_epochs: Annotated[int, Range(ge=1)] = 1
 
 
 @dataclass(frozen=True)
@@ -172,6 +177,8 @@ class TrainConfig(Section):
             curves and costs-to-target start from zero traffic.
         eval_every: Also evaluate every this many rounds within epochs (0: after each epoch
             only); for rounds-to-target at round granularity.
+        threads: CPU threads for torch's operations (0: torch's default), set before the first
+            tensor is made.
     """
 
     epochs: Annotated[int, Range(ge=1)] = 5
@@ -184,6 +191,7 @@ class TrainConfig(Section):
     checkpoint: bool = True
     eval_at_start: bool = True
     eval_every: Annotated[int, Range(ge=0)] = 0
+    threads: Annotated[int, Range(ge=0, note="0 = torch's default")] = 0
 
 
 @dataclass(frozen=True)

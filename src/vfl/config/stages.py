@@ -64,11 +64,17 @@ class CompressConfig(Section):
         server_model: C_0, the server model broadcast with shared labels (``none``: use the
             embedding compressor, as the C-VFL authors' code does).
         gradient: The gradients the server returns with private labels.
+        evaluation: Whether the parties' evaluation embeddings travel through the embedding
+            compressor too (``on``) or as float32 (``off``); ``auto`` is ``on`` in a deployment
+            (where evaluation traffic costs as much as any other) and ``off`` in simulation (so
+            that the reported metrics are those of the model itself). Not used with PBM, whose
+            evaluation embeddings are summed securely in fixed point.
     """
 
     embedding: CompressorConfig = field(default_factory=CompressorConfig)
     server_model: CompressorConfig = field(default_factory=CompressorConfig)
     gradient: CompressorConfig = field(default_factory=CompressorConfig)
+    evaluation: Literal["auto", "on", "off"] = "auto"
 
 
 @dataclass(frozen=True)

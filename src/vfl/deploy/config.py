@@ -197,6 +197,7 @@ class PartyConfig(Section):
         tls: The party's TLS files.
         give_up_s: Seconds without the server after which the process exits.
         keepalive_s: Keepalive ping interval on an idle stream.
+        threads: CPU threads for torch's operations in this process (0: torch's default).
         audit_log: If set, a JSONL file recording every message received (control messages
             in full), for audits of what the party learned.
     """
@@ -209,6 +210,7 @@ class PartyConfig(Section):
     tls: PartyTlsConfig = field(default_factory=PartyTlsConfig)
     give_up_s: Annotated[float, Range(gt=0)] = 600.0
     keepalive_s: float = 20.0
+    threads: Annotated[int, Range(ge=0, note="0 = torch's default")] = 0
     audit_log: str = ""
 
 

@@ -43,6 +43,7 @@ from vfl.results.metrics import Task
 from vfl.roles.party import Party
 from vfl.run.compose import Blueprint, build_party
 from vfl.run.models import ConfigModels, embedding_width
+from vfl.run.stages import use_threads
 from vfl.seeding import derive_seed
 from vfl.transport.base import PartyEndpoint
 from vfl.transport.grpc_party import FrameHandler, PartyLink
@@ -149,7 +150,7 @@ class PartyRuntime:
         if request.restore_round < 0:  # modules may draw from the global RNG (dropout)
             torch.manual_seed(derive_seed(config.train.seed, "torch-global", self.party_id))
         shared = config.protocol.labels == "shared"
-        blueprint = Blueprint.from_config(config, entropy="os")
+        blueprint = Blueprint.from_config(config, deployed=True)
         party = build_party(
             blueprint,
             self.party_id,
@@ -225,6 +226,7 @@ def run_party(config: PartyConfig, *, resume: bool = False, server: str = "") ->
         ConfigError, DataError: on bad configuration or data.
         ProtocolError: if the server refuses the party or stays unreachable.
     """
+    use_threads(config.threads)
     tables = load_party_tables(config.data)
     state = PartyState(Path(config.state_dir), resume=resume)
     runtime = PartyRuntime(config.party_id, tables, state, categorical=config.data.categorical)

@@ -38,6 +38,7 @@ from vfl.results.metrics import Task
 from vfl.run.compose import Blueprint, build_loop, build_server
 from vfl.run.runner import finish_summary, fit_as_configured
 from vfl.run.session import Session
+from vfl.run.stages import use_threads
 from vfl.seeding import derive_seed
 from vfl.transport.grpc_transport import GrpcTransport
 from vfl.transport.link import PartyUnavailableError, PartyUnresponsiveError
@@ -152,6 +153,7 @@ def run_server(
         ProtocolError: if parties fail and do not recover.
     """
     run = _run_directory(run_dir, resume)
+    use_threads(config.train.threads)
     labels = load_labels(config.data)
     transport = _listen(deployment)
     finished = False
@@ -163,7 +165,7 @@ def run_server(
         _fit(session, config, deployment, run, resume)
         session.trainer.close()  # tells the parties the run is over
         finished = True
-        return finish_summary(config, session, run, entropy="os")
+        return finish_summary(config, session, run, deployed=True)
     finally:
         run.write_text(WIRE, json.dumps(transport.wire.snapshot(), indent=2) + "\n")
         if not finished:  # parties keep waiting for a resumed server (or their give_up_s)
@@ -257,7 +259,7 @@ def _build(
             raise DataError(
                 f"party {party} aligned {counts} train/test rows but the server {expected}"
             )
-    blueprint = Blueprint.from_config(config)
+    blueprint = Blueprint.from_config(config, deployed=True)
     server = build_server(
         blueprint,
         task=Task(len(labels.classes)),

@@ -38,30 +38,48 @@ def optimizer_factory(
     return build
 
 
+SCHEDULES = ("constant", "inverse_sqrt", "step", "exponential")
+
+
 @dataclass(frozen=True)
 class LearningRateSchedule:
-    """The learning rate of each round: constant, or eta0 / sqrt(t + 1) (FedBCD's schedule).
+    """The learning rate of each round, constant within a round (C-VFL's eta^{t0}).
 
-    The rate is constant within a round (C-VFL's eta^{t0}); ``t`` is the round index.
+    Per round ``t``: ``constant``, or ``inverse_sqrt``: eta0 / sqrt(t + 1) (FedBCD's schedule).
+    Per epoch ``e = t // rounds_per_epoch``: ``step``: eta0 * gamma^floor(e / step_epochs), and
+    ``exponential``: eta0 * gamma^e.
 
     Example:
         >>> LearningRateSchedule(0.1, "inverse_sqrt").at(3)
         0.05
+        >>> LearningRateSchedule(0.1, "step", gamma=0.5, step_epochs=2, rounds_per_epoch=10).at(45)
+        0.025
     """
 
     base: float
     kind: str = "constant"
+    gamma: float = 0.1
+    step_epochs: int = 1
+    rounds_per_epoch: int = 1
 
     def __post_init__(self) -> None:
-        if self.kind not in ("constant", "inverse_sqrt"):
+        if self.kind not in SCHEDULES:
+            raise ValueError(f"schedule kind must be one of {SCHEDULES}, not {self.kind!r}")
+        if self.step_epochs < 1 or self.rounds_per_epoch < 1:
             raise ValueError(
-                f"schedule kind must be 'constant' or 'inverse_sqrt', not {self.kind!r}"
+                f"step_epochs and rounds_per_epoch must be >= 1, got {self.step_epochs} and"
+                f" {self.rounds_per_epoch}"
             )
 
     def at(self, round_: int) -> float:
         """The learning rate of round ``round_`` (0-based)."""
+        epoch = round_ // self.rounds_per_epoch
         if self.kind == "inverse_sqrt":
             return self.base / math.sqrt(round_ + 1)
+        if self.kind == "step":
+            return float(self.base * self.gamma ** (epoch // self.step_epochs))
+        if self.kind == "exponential":
+            return float(self.base * self.gamma**epoch)
         return self.base
 
     def apply(self, optimizer: torch.optim.Optimizer, round_: int) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from vfl.models.head import CombinedModel
+from vfl.models.optim import LearningRateSchedule
 from vfl.protocol.base import RoundCallback
 from vfl.protocol.sampler import BatchSampler, chunks
 from vfl.results.metrics import Task, evaluate_logits
@@ -27,6 +28,7 @@ class CentralizedTraining:
         test_labels: Test labels.
         sampler: Batch order (the same as the VFL run's for a like-for-like comparison).
         eval_batch_size: Samples per evaluation batch.
+        learning_rate: Per-round learning rate (the VFL run's schedule), or ``None``.
     """
 
     @property
@@ -46,6 +48,7 @@ class CentralizedTraining:
         test_labels: torch.Tensor,
         sampler: BatchSampler,
         eval_batch_size: int,
+        learning_rate: LearningRateSchedule | None = None,
     ) -> None:
         self.model = model
         self.optimizer = optimizer
@@ -54,6 +57,7 @@ class CentralizedTraining:
         self.labels = {SPLIT_TRAIN: train_labels, SPLIT_TEST: test_labels}
         self.sampler = sampler
         self.eval_batch_size = eval_batch_size
+        self.learning_rate = learning_rate
         self.rounds = 0
 
     def train_epoch(self, epoch: int, *, on_round: RoundCallback | None = None) -> float:
@@ -62,6 +66,8 @@ class CentralizedTraining:
         batches = self.sampler.epoch(epoch)
         self.model.train()
         for ids in batches:
+            if self.learning_rate is not None:
+                self.learning_rate.apply(self.optimizer, self.rounds)
             logits = self.model([block[ids] for block in self.blocks[SPLIT_TRAIN]])
             loss = self.task.loss(logits, self.labels[SPLIT_TRAIN][ids])
             self.optimizer.zero_grad(set_to_none=True)

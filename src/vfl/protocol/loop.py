@@ -9,7 +9,7 @@ from typing import Any, ClassVar, TypeVar
 
 import torch
 
-from vfl.compress.pipeline import MessageSeeds, TensorCodec
+from vfl.compress.pipeline import MessageSeeds, TensorCodec, evaluation_purpose
 from vfl.errors import DIVERGED_HINT, TrainingDiverged, WireError
 from vfl.models.optim import LearningRateSchedule
 from vfl.privacy.events import PbmEvent
@@ -74,6 +74,7 @@ class LoopOptions:
         seeds: Per-message seeds shared with the parties.
         learning_rate: Per-round learning rate, or ``None`` to keep the optimizer's.
         privacy: The private-aggregation stage (VFL-PBM), or ``None``.
+        compress_evaluation: Evaluation embeddings arrive through the embedding codec.
     """
 
     steps: LocalSteps = field(default_factory=LocalSteps)
@@ -81,6 +82,7 @@ class LoopOptions:
     seeds: MessageSeeds = field(default_factory=lambda: MessageSeeds(0))
     learning_rate: LearningRateSchedule | None = None
     privacy: ServerPrivacy | None = None
+    compress_evaluation: bool = False
 
 
 class ServerLoop:
@@ -183,17 +185,21 @@ class ServerLoop:
     def evaluate(self, split: int) -> dict[str, float]:
         """Loss and accuracy (plus F1 and AUC for binary tasks) on a whole split.
 
-        Evaluation embeddings travel as float32, uncompressed (ledger phase ``eval``).
+        Evaluation embeddings travel as float32 or, with ``compress_evaluation``, through the
+        embedding codec (ledger phase ``eval`` either way).
         """
         labels = self.server.labels[split]
         logits = []
+        compressed = self.options.compress_evaluation and self.options.links.embedding is not None
+        expected = CompressedEmbedReply if compressed else EmbedReply
         for ids in chunks(len(labels), self.eval_batch_size):
-            request = {
-                p: EvalRequest(round=self.rounds, ids=ids, split=split)
-                for p in self.server.party_ids
-            }
-            replies = self.ask(request, EmbedReply, "eval")
-            embeddings = {p: m.embedding for p, m in replies.items()}
+            request = EvalRequest(round=self.rounds, ids=ids, split=split)
+            replies = self.ask(dict.fromkeys(self.server.party_ids, request), expected, "eval")
+            if compressed:
+                purpose = evaluation_purpose(request)
+                embeddings = self.decode_embeddings(replies, len(ids), purpose)
+            else:
+                embeddings = {p: m.embedding for p, m in replies.items()}  # type: ignore[attr-defined]
             logits.append(self.server.predict(embeddings, len(ids)))
         return evaluate_logits(self.server.task, torch.cat(logits), labels)
 

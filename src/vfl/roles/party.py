@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from vfl.compress.pipeline import REFRESH, MessageSeeds, TensorCodec
+from vfl.compress.pipeline import REFRESH, MessageSeeds, TensorCodec, evaluation_purpose
 from vfl.data.dataset import check_finite
 from vfl.errors import DataError, ProtocolError, WireError
 from vfl.models.optim import LearningRateSchedule
@@ -56,6 +56,7 @@ class PartyOptions:
         learning_rate: Per-round learning rate, or ``None`` to keep the optimizer's.
         privacy: VFL-PBM: the mechanism and the secure-sum sessions, or ``None``.
         lightweight: LVFL: pruning schedule and per-round compute records, or ``None``.
+        compress_evaluation: Send evaluation embeddings through ``uplink`` too.
     """
 
     steps: LocalSteps = field(default_factory=LocalSteps)
@@ -66,6 +67,7 @@ class PartyOptions:
     learning_rate: LearningRateSchedule | None = None
     privacy: PartySecureSum | None = None
     lightweight: Lightweighting | None = None
+    compress_evaluation: bool = False
 
 
 class Party:
@@ -293,6 +295,8 @@ class Party:
         self.model.train()
         if self.options.privacy is not None:
             return self.options.privacy.eval_reply(embedding, request.round)
+        if self.options.compress_evaluation:
+            return self._upload(embedding, request.round, evaluation_purpose(request))
         return EmbedReply(round=request.round, embedding=embedding)
 
     def _check_ids(self, ids: torch.Tensor, split: int) -> torch.Tensor:

@@ -12,6 +12,7 @@ transport carries the messages:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -41,23 +42,28 @@ from vfl.wire import SPLIT_TRAIN
 
 @dataclass(frozen=True)
 class Blueprint:
-    """What to build: the run config, where the models come from, where privacy noise comes from.
+    """What to build: the run config, where the models come from, and where the run will live.
 
     Attributes:
         config: The run config (protocol, stages, training settings).
         models: The models and optimizers (from ``[model]``, or the user's own).
-        entropy: ``seeded`` for reproducible simulation, ``os`` for a deployment: privacy
-            randomness then never derives from ``train.seed``, a value the server chooses.
+        deployed: Built for a deployment: privacy randomness then comes from the operating
+            system, never from ``train.seed`` (a value the server chooses), and ``auto``
+            settings take their deployment values (compressed evaluation traffic).
     """
 
     config: RunConfig
     models: ModelSource
-    entropy: stages.Entropy = "seeded"
+    deployed: bool = False
+
+    def __post_init__(self) -> None:
+        for advice in stages.risky_settings(self.config):
+            warnings.warn(advice, UserWarning, stacklevel=3)
 
     @classmethod
-    def from_config(cls, config: RunConfig, *, entropy: stages.Entropy = "seeded") -> Blueprint:
+    def from_config(cls, config: RunConfig, *, deployed: bool = False) -> Blueprint:
         """The run ``config`` describes, models included."""
-        return cls(config, ConfigModels(config), entropy)
+        return cls(config, ConfigModels(config), deployed)
 
 
 def build_party(
@@ -85,9 +91,10 @@ def build_party(
         uplink=stages.uplink(config, party),
         gradient=stages.links(config).gradient,
         seeds=MessageSeeds(config.train.seed),
-        learning_rate=stages.learning_rate(config),
-        privacy=stages.party_privacy(config, party, entropy=blueprint.entropy),
+        learning_rate=stages.learning_rate(config, len(train_block)),
+        privacy=stages.party_privacy(config, party, deployed=blueprint.deployed),
         lightweight=stages.lightweighting(config, party),
+        compress_evaluation=stages.compress_evaluation(config, deployed=blueprint.deployed),
     )
     if config.protocol.labels == "shared":
         options.shared = _shared_labels(blueprint, task, train_labels, widths)
@@ -153,13 +160,14 @@ def build_loop(blueprint: Blueprint, server: Server, transport: Transport) -> Se
     if config.privacy.mechanism == "pbm":
         width = next(iter(server.embedding_dims.values()))
         privacy = stages.server_privacy(config, server.party_ids, width)
+    num_train = len(server.labels[SPLIT_TRAIN])
     return make_loop(
         stages.protocol_name(config),
         server,
         transport,
-        stages.sampler(config, len(server.labels[SPLIT_TRAIN])),
+        stages.sampler(config, num_train),
         eval_batch_size=config.train.eval_batch_size,
-        options=stages.loop_options(config, privacy),
+        options=stages.loop_options(config, num_train, privacy, deployed=blueprint.deployed),
     )
 
 
@@ -236,6 +244,7 @@ def _centralized(blueprint: Blueprint, data: VerticalData) -> Session[LocalParti
         test_labels=data.test_labels,
         sampler=stages.sampler(blueprint.config, len(data.train_labels)),
         eval_batch_size=blueprint.config.train.eval_batch_size,
+        learning_rate=stages.learning_rate(blueprint.config, len(data.train_labels)),
     )
     return Session(trainer, LocalParties())
 

@@ -25,7 +25,7 @@ from vfl.run.compose import Blueprint, build_session
 from vfl.run.data import prepare
 from vfl.run.fit import fit
 from vfl.run.session import PartyGroup, Session
-from vfl.run.stages import Entropy, noise_source
+from vfl.run.stages import NoiseSource, noise_source, use_threads
 from vfl.seeding import derive_seed
 
 log = logging.getLogger(__name__)
@@ -54,11 +54,12 @@ def train(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str
             f"run directory {str(run_dir)!r} already holds a run; continue it with"
             f" `vfl run --resume {run_dir}` or choose another --run-dir"
         )
+    use_threads(config.train.threads)
     _, partition, data = prepare(config)
     if not resume:  # user modules may draw from the global RNG (dropout): make runs repeatable
         torch.manual_seed(derive_seed(config.train.seed, "torch-global"))
     session = build_session(Blueprint.from_config(config), data)
-    if config.privacy.mechanism == "pbm" and noise_source(config, "seeded") == "seeded":
+    if config.privacy.mechanism == "pbm" and noise_source(config, deployed=False) == "seeded":
         log.warning("privacy noise: %s", noise_note("seeded"))
     run_files = RunDirectory(run_dir)
     run_files.write_text(CONFIG, to_toml(config))
@@ -102,15 +103,15 @@ def finish_summary(
     session: Session[PartyGroup],
     run: RunDirectory,
     *,
-    entropy: Entropy = "seeded",
+    deployed: bool = False,
 ) -> dict[str, Any]:
     """Add to ``summary.json`` the compute records, the paper's cost formulas, time to target.
 
-    ``entropy`` is where the run was built: ``seeded`` in simulation, ``os`` in a deployment.
+    ``deployed``: the run was a deployment (its noise came from the operating system).
     """
     summary = run.read_json(SUMMARY)
     if "privacy" in summary:
-        summary["privacy"]["noise"] = noise_note(noise_source(config, entropy))
+        summary["privacy"]["noise"] = noise_note(noise_source(config, deployed=deployed))
     logs = session.compute_logs()
     if logs:
         write_compute_csv(run.file(COMPUTE), logs)
@@ -134,7 +135,7 @@ def finish_summary(
     return summary
 
 
-def noise_note(source: Entropy) -> str:
+def noise_note(source: NoiseSource) -> str:
     """What the privacy section of a summary says about where the noise came from."""
     if source == "os":
         return "os: drawn from the operating system"

@@ -30,7 +30,7 @@ from vfl.prune.lightweight import Lightweighting
 from vfl.roles.local import LocalSteps
 from vfl.seeding import derive_seed
 
-Entropy = Literal["seeded", "os"]
+NoiseSource = Literal["seeded", "os"]
 """Where privacy randomness comes from: seeded (reproducible simulation) or the OS."""
 
 IDENTITY = CompressorConfig(name="identity")
@@ -116,12 +116,23 @@ def lightweighting(config: RunConfig, party: int) -> Lightweighting:
     )
 
 
-def learning_rate(config: RunConfig) -> LearningRateSchedule | None:
-    """The per-round learning rate, or ``None`` for the optimizer's constant rate."""
+def learning_rate(config: RunConfig, num_train: int) -> LearningRateSchedule | None:
+    """The per-round learning rate, or ``None`` for the optimizer's constant rate.
+
+    Per-epoch schedules need the rounds of an epoch: ``num_train`` rows in batches of
+    ``train.batch_size`` (the last one left out with ``train.drop_last``), as the sampler makes
+    them; every role computes the same from its own aligned rows.
+    """
     optimizer = config.train.optimizer
     if optimizer.lr_schedule == "constant":
         return None
-    return LearningRateSchedule(optimizer.lr, optimizer.lr_schedule)
+    return LearningRateSchedule(
+        optimizer.lr,
+        optimizer.lr_schedule,
+        gamma=optimizer.lr_gamma,
+        step_epochs=optimizer.lr_step_epochs,
+        rounds_per_epoch=max(1, len(sampler(config, num_train))),
+    )
 
 
 def local_steps(config: RunConfig) -> LocalSteps:
@@ -140,25 +151,65 @@ def secure_aggregation(config: RunConfig) -> bool:
     return config.privacy.secure_aggregation != "off"
 
 
-def noise_source(config: RunConfig, entropy: Entropy) -> Entropy:
-    """Where the PBM noise of a run comes from: ``privacy.randomness``, or the run's default.
+BOUNDED_ACTIVATIONS = ("tanh", "sigmoid")
+QUANTIZERS = ("scalar", "lattice")
 
-    ``entropy`` is the default of the place the run is built in: ``os`` in a deployment,
-    ``seeded`` in simulation.
+
+def risky_settings(config: RunConfig) -> list[str]:
+    """Allowed but risky combinations, each as a sentence naming the keys and what to do."""
+    advice = []
+    embedding = config.compress.embedding
+    unbounded = config.model.bottom.output_activation not in BOUNDED_ACTIVATIONS
+    if embedding.name in QUANTIZERS and embedding.range == "message" and unbounded:
+        advice.append(
+            f"compress.embedding: a {embedding.bits}-bit {embedding.name} quantizer with a"
+            " per-message range on unbounded embeddings (model.bottom.output_activation ="
+            f" {config.model.bottom.output_activation!r}) spends its levels on each message's"
+            " outliers; at 2-3 bits training can degrade badly. Bound the embeddings"
+            " (output_activation = 'tanh') and use compress.embedding.range = 'fixed' with"
+            " low/high, or use more bits"
+        )
+    return advice
+
+
+def use_threads(threads: int) -> None:
+    """Give torch ``threads`` CPU threads (0 leaves torch's default); call it before any tensor."""
+    if threads > 0:
+        torch.set_num_threads(threads)
+
+
+def noise_source(config: RunConfig, *, deployed: bool) -> NoiseSource:
+    """Where the PBM noise comes from: ``privacy.randomness``, else the OS when deployed.
+
+    ``auto`` means the operating system in a deployment and a seeded generator in simulation.
     """
     chosen = config.privacy.randomness
-    return entropy if chosen == "auto" else chosen
+    if chosen == "auto":
+        return "os" if deployed else "seeded"
+    return chosen
 
 
-def party_privacy(config: RunConfig, party: int, *, entropy: Entropy) -> PartySecureSum | None:
+def compress_evaluation(config: RunConfig, *, deployed: bool) -> bool:
+    """Whether evaluation embeddings go through the embedding compressor.
+
+    ``compress.evaluation``; ``auto`` means yes in a deployment. PBM sums its evaluation
+    embeddings securely instead.
+    """
+    if config.privacy.mechanism == "pbm":
+        return False
+    chosen = config.compress.evaluation
+    return deployed if chosen == "auto" else chosen == "on"
+
+
+def party_privacy(config: RunConfig, party: int, *, deployed: bool) -> PartySecureSum | None:
     """A party's PBM stage, or ``None`` without a privacy mechanism.
 
-    With OS randomness (``noise_source``) the mechanism's generator is seeded from the operating
-    system, never from ``train.seed``.
+    With OS randomness (``noise_source``; always in a deployment) the mechanism's generator is
+    seeded from the operating system, never from ``train.seed``.
     """
     if config.privacy.mechanism != "pbm":
         return None
-    os_entropy = noise_source(config, entropy) == "os"
+    os_entropy = noise_source(config, deployed=deployed) == "os"
     seed = derive_seed(config.train.seed, "pbm", party)
     generator: torch.Generator = mechanism_generator(seed, secure_rng=os_entropy)
     return PartySecureSum(party, mechanism(config), generator, secure=secure_aggregation(config))
@@ -180,14 +231,21 @@ def server_privacy(config: RunConfig, party_ids: tuple[int, ...], width: int) ->
     )
 
 
-def loop_options(config: RunConfig, privacy: ServerPrivacy | None = None) -> LoopOptions:
+def loop_options(
+    config: RunConfig,
+    num_train: int,
+    privacy: ServerPrivacy | None = None,
+    *,
+    deployed: bool = False,
+) -> LoopOptions:
     """The server loop's local steps, link codecs, message seeds and learning rates."""
     return LoopOptions(
         steps=local_steps(config),
         links=links(config),
         seeds=MessageSeeds(config.train.seed),
-        learning_rate=learning_rate(config),
+        learning_rate=learning_rate(config, num_train),
         privacy=privacy,
+        compress_evaluation=compress_evaluation(config, deployed=deployed),
     )
 
 

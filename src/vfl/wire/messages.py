@@ -153,7 +153,7 @@ class EvalRequest(Message):
         split: ``SPLIT_TRAIN`` or ``SPLIT_TEST``.
     """
 
-    REPLIES: ClassVar[tuple[type[Message], ...]] = (EmbedReply, MaskedCounts)
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (EmbedReply, CompressedEmbedReply, MaskedCounts)
     ids: torch.Tensor
     split: int
 
