@@ -32,7 +32,7 @@ def test_time_to_target_reproduces_table_5() -> None:
     assert time_to_target(
         rounds=1773.75,
         local_steps=25,
-        compute_seconds=0.01,  # type: ignore[arg-type]
+        compute_seconds=0.01,
         latency_seconds=0.2,
     ) == pytest.approx(798.19, abs=0.01)
 

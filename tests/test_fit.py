@@ -15,10 +15,10 @@ from vfl.errors import ConfigError
 from vfl.run.api import simulate
 from vfl.run.data import binarize
 from vfl.run.fit import fit
-from vfl.run.session import Session
+from vfl.run.session import LocalParties, Session
 
 
-def small_simulation() -> Session:
+def small_simulation() -> Session[LocalParties]:
     data = make_vertical_data(num_train=100, num_test=40)
     bottoms, head = make_models(data)
     return simulate(

@@ -73,7 +73,7 @@ def main() -> int:
     import vfl.deploy.party
     from vfl.cli import main as vfl_main
 
-    vfl.deploy.party.PartyLink = RogueLink  # type: ignore[misc]
+    vfl.deploy.party.PartyLink = RogueLink  # type: ignore[attr-defined]  # its imported name
     return vfl_main(sys.argv[1:])
 
 

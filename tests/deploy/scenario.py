@@ -25,7 +25,7 @@ from vfl.results.metrics import Task
 from vfl.run.compose import build_session
 from vfl.run.fit import fit
 from vfl.run.runner import target_of
-from vfl.run.session import Session
+from vfl.run.session import LocalParties, Session
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
 
 GROUPS = (("income", "debt"), ("region", "age"), ("tenure", "calls"))
@@ -332,7 +332,7 @@ def server_alignment(scenario: Scenario) -> Alignment:
     return Alignment.load(scenario.run_dir / "alignment.pt")
 
 
-def simulate_aligned(scenario: Scenario, run_dir: Path) -> Session:
+def simulate_aligned(scenario: Scenario, run_dir: Path) -> Session[LocalParties]:
     """The same run in one process: the simulator's builders, in-process transport."""
     config, _ = load_run_config(scenario.run_toml)
     labels = load_labels(config.data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -99,8 +100,8 @@ def test_party_config_keeps_absolute_paths_and_resolves_relative_ones(tmp_path: 
 )
 def test_run_configs_a_deployment_cannot_run_are_refused_by_name(
     tmp_path: Path,
-    edit,
-    message: str,  # type: ignore[no-untyped-def]
+    edit: Callable[[str], str],
+    message: str,
 ) -> None:
     run_toml = write(tmp_path / "run.toml", edit(RUN.format(digest=DIGEST)))
     with pytest.raises(ConfigError, match=message):
@@ -119,8 +120,8 @@ def test_run_configs_a_deployment_cannot_run_are_refused_by_name(
 )
 def test_party_configs_with_errors_are_refused_by_name(
     tmp_path: Path,
-    edit,
-    message: str,  # type: ignore[no-untyped-def]
+    edit: Callable[[str], str],
+    message: str,
 ) -> None:
     with pytest.raises(ConfigError, match=message):
         load_party_config(write(tmp_path / "party.toml", edit(PARTY)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import pytest
@@ -135,7 +136,16 @@ def test_wire_bytes_are_the_ledger_plus_a_small_envelope_per_message(deployed: S
     assert np.isclose(on_wire / in_ledger, 1, atol=0.1)
 
 
-VARIANTS = {
+class Variant(TypedDict, total=False):
+    """The ``make_scenario`` arguments a variant changes."""
+
+    epochs: int
+    train: list[str]
+    bottom: list[str]
+    extra: str
+
+
+VARIANTS: dict[str, Variant] = {
     "pbm-secure-sum": {
         "bottom": ['output_activation = "tanh"'],
         "extra": '[model.head]\nfusion = "sum"\n[privacy]\nmechanism = "pbm"\n',
@@ -163,7 +173,7 @@ STOPS_AT_TARGET = {"eval-every-stop-at-target"}
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_protocol_options_run_unchanged_over_grpc(variant: str, tmp_path: Path) -> None:
     # Prepare
-    scenario = make_scenario(tmp_path / "deployment", **VARIANTS[variant])  # type: ignore[arg-type]
+    scenario = make_scenario(tmp_path / "deployment", **VARIANTS[variant])
 
     # Execute
     result = run_launch(scenario)
@@ -174,7 +184,7 @@ def test_protocol_options_run_unchanged_over_grpc(variant: str, tmp_path: Path) 
     checkpoint = torch.load(scenario.run_dir / "checkpoint.pt", weights_only=True)
     if variant in STOPS_AT_TARGET:  # the run ends at an evaluation, after the last checkpoint
         summary = json.loads((scenario.run_dir / "summary.json").read_text())
-        assert summary["target"]["reached"]["round"] == simulation.trainer.rounds  # type: ignore[attr-defined]
+        assert summary["target"]["reached"]["round"] == simulation.trainer.rounds
         assert summary["epochs"] < VARIANTS[variant]["epochs"]
     else:
         deployed_head = checkpoint["session"]["trainer"]["server"]["head"]

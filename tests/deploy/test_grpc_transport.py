@@ -136,7 +136,8 @@ def test_tls_is_required_and_the_server_certificate_is_verified(
     # Execute / Assert: a party that trusts another CA does not accept this server
     impostor_ca = PartyTls(
         other.ca_cert.read_bytes(),
-        *(f.read_bytes() for f in (other.parties[2].cert, other.parties[2].key)),
+        other.parties[2].cert.read_bytes(),
+        other.parties[2].key.read_bytes(),
     )
     with pytest.raises(ProtocolError, match="could not reach the server"):
         dialing_link(pki, port, 2, tls=impostor_ca).serve()
@@ -169,7 +170,7 @@ def test_bad_frames_are_rejected_with_a_reason_and_the_exchange_goes_on(
         {1: endpoint(1).handle_frame, 2: endpoint(2).handle_frame},
         link_class=lambda party, *a, **k: (RogueLink if party == 1 else PartyLink)(party, *a, **k),
     )
-    requests = [
+    requests: list[dict[int, Message]] = [
         {p: EmbedRequest(round=0, ids=torch.arange(3)) for p in (1, 2)},
         {p: GradRequest(round=0, grad=torch.ones(3, 1)) for p in (1, 2)},
         {p: EmbedRequest(round=1, ids=torch.arange(5)) for p in (1, 2)},

@@ -103,7 +103,7 @@ def recording(handler: Callable[[bytes], bytes], seen: list[bytes]) -> Callable[
 
 
 def test_alignment_through_the_relay_uses_the_intersection_and_hides_other_ids(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Prepare: a server and three parties whose ID lists overlap partly, in different orders
     rng = np.random.default_rng(1)
@@ -123,7 +123,7 @@ def test_alignment_through_the_relay_uses_the_intersection_and_hides_other_ids(
     seen: dict[int, list[bytes]] = {p: [] for p in runtimes}
     endpoints = {p: PartyEndpoint(p, r.handle) for p, r in runtimes.items()}
     for p, e in endpoints.items():
-        e.handle_frame = recording(e.handle_frame, seen[p])  # type: ignore[method-assign]
+        monkeypatch.setattr(e, "handle_frame", recording(e.handle_frame, seen[p]))
     server_ids = {
         SPLIT_TRAIN: np.array(holder_ids[0]["train"]),
         SPLIT_TEST: np.array(holder_ids[0]["test"]),

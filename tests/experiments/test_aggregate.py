@@ -176,6 +176,7 @@ def test_the_max_of_the_mean_curve_never_exceeds_the_mean_best(curves: list[list
 
     # Assert: at every epoch the mean is at most the mean of the per-run maxima
     assert row.max_reached.mean <= row.best.mean + 1e-12
+    assert isinstance(row.max_epoch, int)  # one evaluation per epoch, from epoch 0
     column = np.array(curves)[:, row.max_epoch]
     assert row.max_reached.std == pytest.approx(
         float(np.sqrt(np.mean((column - column.mean()) ** 2)))

@@ -16,7 +16,7 @@ from vfl.prune import unit_widths
 from vfl.results.files import RunDirectory
 from vfl.run.compose import build_session
 from vfl.run.fit import fit
-from vfl.run.session import Session
+from vfl.run.session import LocalParties, Session
 from vfl.wire import SPLIT_TRAIN, EmbedRequest
 
 BASE = [
@@ -38,12 +38,12 @@ def data() -> VerticalData:
     return make_vertical_data(num_train=120, num_test=30, widths=(5, 7), num_classes=3)
 
 
-def train(simulation: Session, epochs: int = 1) -> None:
+def train(simulation: Session[LocalParties], epochs: int = 1) -> None:
     for epoch in range(epochs):
         simulation.trainer.train_epoch(epoch)
 
 
-def hidden_widths(simulation: Session) -> list[list[int]]:
+def hidden_widths(simulation: Session[LocalParties]) -> list[list[int]]:
     return [list(unit_widths(p.model).values()) for p in simulation.parties]
 
 
@@ -111,7 +111,7 @@ def test_sparsified_uploads_keep_exactly_the_configured_fraction() -> None:
     train(sparse)
 
     # Assert: 20 x 6 floats per upload; half of them travel with a 120-bit map
-    ledger = sparse.trainer.ledger
+    ledger = sparse.ledger
     assert ledger.messages(kind="CompressedEmbedReply") == 2 * ROUNDS_PER_EPOCH
     up_dense = dense.ledger.total(phase="train", direction="up")
     up_sparse = ledger.total(phase="train", direction="up")

@@ -10,7 +10,7 @@ from tests.conftest import make_vertical_data
 from vfl.config import RunConfig, load_config
 from vfl.data.vertical import VerticalData
 from vfl.run.compose import build_session
-from vfl.run.session import Session
+from vfl.run.session import LocalParties, Session
 from vfl.wire import CompressedEmbedReply, EmbedRequest, ViewBroadcast, encode
 
 BASE = [
@@ -31,13 +31,13 @@ def data() -> VerticalData:
     return make_vertical_data(num_train=160, num_test=40, widths=(3, 5, 2), num_classes=3)
 
 
-def parameters(simulation: Session) -> list[torch.Tensor]:
+def parameters(simulation: Session[LocalParties]) -> list[torch.Tensor]:
     modules: list[nn.Module] = [p.model for p in simulation.parties]
     modules.append(simulation.trainer.server.head)  # type: ignore[attr-defined]
     return [p.detach().clone() for m in modules for p in m.parameters()]
 
 
-def train(*overrides: str, epochs: int = 1) -> Session:
+def train(*overrides: str, epochs: int = 1) -> Session[LocalParties]:
     simulation = build_session(config(*overrides), data())
     for epoch in range(epochs):
         simulation.trainer.train_epoch(epoch)
@@ -190,6 +190,6 @@ def test_the_python_api_runs_c_vfl_with_user_modules() -> None:
     simulation.trainer.train_epoch(0)
 
     # Assert
-    ledger = simulation.trainer.ledger
+    ledger = simulation.ledger
     assert ledger.messages(kind="ViewBroadcast") == 3 * simulation.trainer.rounds
     assert ledger.total(kind="CompressedEmbedReply") < 32 * 4 * 4 * 3 * simulation.trainer.rounds

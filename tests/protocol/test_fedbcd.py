@@ -109,7 +109,7 @@ def test_sequential_schedule_refreshes_each_party_after_its_update() -> None:
     parallel = train("protocol.local_steps=3")
 
     # Assert: three exchanges per party per round, and a different trajectory
-    ledger = sequential.trainer.ledger
+    ledger = sequential.ledger
     rounds = sequential.trainer.rounds
     assert ledger.messages(kind="RefreshRequest") == 3 * rounds
     assert ledger.messages(kind="EmbedReply", phase="train") == 2 * 3 * rounds

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from vfl.config import load_config
 from vfl.errors import ConfigError
 from vfl.privacy.pbm import PoissonBinomialMechanism
 from vfl.run.compose import build_session
-from vfl.run.session import Session
+from vfl.run.session import LocalParties, Session
 from vfl.secagg import decode_masked
 from vfl.transport.inproc import InProcTransport
 from vfl.wire import MaskedCounts, Message, PackedCounts, decode
@@ -29,7 +30,7 @@ PBM = [
 ]
 
 
-def build(*overrides: str) -> Session:
+def build(*overrides: str) -> Session[LocalParties]:
     return build_session(load_config(None, [*BASE, *PBM, *overrides]), data())
 
 
@@ -52,19 +53,19 @@ def test_invalid_private_configs_are_rejected(overrides: list[str], message: str
 class Tap:
     """Records every frame the server receives and every count block the parties draw."""
 
-    def __init__(self, simulation: Session) -> None:
+    def __init__(self, simulation: Session[LocalParties], monkeypatch: pytest.MonkeyPatch) -> None:
         self.frames: list[Message] = []
         self.counts: dict[int, list[np.ndarray]] = {p.party_id: [] for p in simulation.parties}
         transport = simulation.trainer.transport  # type: ignore[attr-defined]
         assert isinstance(transport, InProcTransport)
         for endpoint in transport._endpoints.values():
-            endpoint.handle_frame = self._server_side(endpoint.handle_frame)
+            monkeypatch.setattr(endpoint, "handle_frame", self._server_side(endpoint.handle_frame))
         for party in simulation.parties:
             privacy = party.options.privacy
             assert privacy is not None
             privacy.mechanism = _Recording(privacy.mechanism, self.counts[party.party_id])
 
-    def _server_side(self, handle):  # type: ignore[no-untyped-def]
+    def _server_side(self, handle: Callable[[bytes], bytes]) -> Callable[[bytes], bytes]:
         def handle_frame(data: bytes) -> bytes:
             reply = handle(data)
             self.frames.append(decode(reply).message)
@@ -84,10 +85,10 @@ class _Recording(PoissonBinomialMechanism):
         return counts
 
 
-def test_the_server_never_receives_an_unmasked_count() -> None:
+def test_the_server_never_receives_an_unmasked_count(monkeypatch: pytest.MonkeyPatch) -> None:
     # Prepare: M=3, b=4 -> k = ceil(log2(13)) = 4: small enough to test uniformity
     simulation = build()
-    tap = Tap(simulation)
+    tap = Tap(simulation, monkeypatch)
 
     # Execute
     simulation.trainer.setup()

@@ -11,6 +11,7 @@ from vfl.errors import DataError, ProtocolError
 from vfl.results.files import RunDirectory
 from vfl.run.api import simulate
 from vfl.run.fit import fit
+from vfl.run.session import LocalParties, Session
 from vfl.transport import Handler
 from vfl.wire import (
     Ack,
@@ -156,29 +157,29 @@ def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path: Path) -> N
     # Prepare
     data = make_vertical_data(num_train=96)
 
-    def fresh() -> object:
+    def fresh() -> Session[LocalParties]:
         bottoms, head = make_models(data, seed=5)
         return simulate(data, bottoms=bottoms, head=head, optimizer=ADAM, batch_size=16, seed=3)
 
     straight = fresh()
-    fit(straight, epochs=4, progress=False)  # type: ignore[arg-type]
+    fit(straight, epochs=4, progress=False)
     run = RunDirectory(tmp_path / "run")
-    fit(fresh(), epochs=2, run=run, progress=False)  # type: ignore[arg-type]
+    fit(fresh(), epochs=2, run=run, progress=False)
 
     # Execute: a new process would rebuild from config and resume from the checkpoint
     resumed = fresh()
-    records = fit(resumed, epochs=4, run=run, progress=False, resume=True)  # type: ignore[arg-type]
+    records = fit(resumed, epochs=4, run=run, progress=False, resume=True)
 
     # Assert
     assert [r["epoch"] for r in records] == [0, 1, 2, 3, 4]
     assert [r["epoch"] for r in run.read_metrics()] == [0, 1, 2, 3, 4]
     for a, b in zip(
-        straight.parties[0].model.parameters(),  # type: ignore[attr-defined]
+        straight.parties[0].model.parameters(),
         resumed.parties[0].model.parameters(),
         strict=True,
-    ):  # type: ignore[attr-defined]
+    ):
         assert torch.equal(a, b)
-    assert resumed.ledger.total() == straight.ledger.total()  # type: ignore[attr-defined]
+    assert resumed.ledger.total() == straight.ledger.total()
 
 
 def test_a_diverging_run_stops_with_a_clear_error() -> None:

@@ -155,8 +155,10 @@ def test_pool_output_size_matches_torch(
 
     # Assert
     assert cost.layers[0].output_shape == tuple(layer(torch.zeros(1, 2, size, size)).shape[1:])
-    kwargs = {"kernel": kernel, "stride": stride, "padding": padding, "ceil_mode": ceil_mode}
-    assert pool2d_output_size(size, **kwargs) == cost.layers[0].output_shape[-1]
+    formula = pool2d_output_size(
+        size, kernel=kernel, stride=stride, padding=padding, ceil_mode=ceil_mode
+    )
+    assert formula == cost.layers[0].output_shape[-1]
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

@@ -8,6 +8,7 @@ from torch import nn
 
 from tests.prune.models import build, inputs, masked_original
 from vfl.errors import ConfigError
+from vfl.models import MLP
 from vfl.prune import prune_model, rebuild_optimizer, slice_optimizer_state
 
 OptimizerFactory = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
@@ -146,7 +147,10 @@ def test_slice_optimizer_state_leaves_the_old_optimizer_intact() -> None:
     state = slice_optimizer_state(optimizer, model, pruned)
 
     # Assert
-    assert state["state"][0]["exp_avg"].shape == pruned.model.layers[1].weight.shape
+    assert isinstance(pruned.model, MLP)
+    first_linear = pruned.model.layers[1]
+    assert isinstance(first_linear, nn.Linear)
+    assert state["state"][0]["exp_avg"].shape == first_linear.weight.shape
     for index, entry in optimizer.state_dict()["state"].items():
         for key, value in entry.items():
             assert torch.equal(value, before[index][key])

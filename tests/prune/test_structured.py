@@ -76,8 +76,10 @@ def test_the_embedding_layer_keeps_its_width_and_the_original_is_untouched(name:
     pruned = prune_model(model, 0.75)
 
     # Assert
-    last_old, last_new = weighted_links(model)[-1], weighted_links(pruned.model)[-1]
-    assert last_new.module.weight.shape[0] == last_old.module.weight.shape[0]
+    last_old, last_new = weighted_links(model)[-1].module, weighted_links(pruned.model)[-1].module
+    assert isinstance(last_old, nn.Linear | nn.Conv2d)
+    assert isinstance(last_new, nn.Linear | nn.Conv2d)
+    assert last_new.weight.shape[0] == last_old.weight.shape[0]
     assert pruned.model(x).shape == model(x).shape
     for key, value in model.state_dict().items():
         assert torch.equal(value, before[key])
@@ -161,17 +163,19 @@ def test_ties_keep_the_lower_index() -> None:
 
 def test_a_linear_after_conv_and_flatten_keeps_each_kept_channels_block() -> None:
     # Prepare: 3 channels of 2x2 flattened into 12 columns; channel 1 has the smallest filter
-    model = nn.Sequential(nn.Conv2d(1, 3, 1), nn.Flatten(), nn.Linear(12, 2), nn.ReLU())
+    conv, hidden = nn.Conv2d(1, 3, 1), nn.Linear(12, 2)
+    model = nn.Sequential(conv, nn.Flatten(), hidden, nn.ReLU())
     model.append(nn.Linear(2, 1))
     with torch.no_grad():
-        model[0].weight.copy_(torch.tensor([2.0, 0.1, -3.0]).reshape(3, 1, 1, 1))
-        model[2].weight.copy_(torch.arange(24.0).reshape(2, 12))
+        conv.weight.copy_(torch.tensor([2.0, 0.1, -3.0]).reshape(3, 1, 1, 1))
+        hidden.weight.copy_(torch.arange(24.0).reshape(2, 12))
 
     # Execute
     pruned = prune_model(model, 0.5, original_widths={"0": 3, "2": 2})
 
     # Assert: channel 1 (columns 4..7) is gone from the Linear
     assert pruned.units["0"].tolist() == [0, 2]
+    assert isinstance(pruned.model, nn.Sequential)
     linear = pruned.model[2]
     assert isinstance(linear, nn.Linear)
     expected = torch.arange(24.0).reshape(2, 12)[:, [0, 1, 2, 3, 8, 9, 10, 11]]
@@ -190,8 +194,10 @@ def test_sigmoid_units_are_removed_from_the_next_layer_not_just_zeroed() -> None
     # Assert
     reference = copy.deepcopy(model)
     removed = sorted(set(range(8)) - set(pruned.units["layers.1"].tolist()))
+    next_layer = reference.layers[3]
+    assert isinstance(next_layer, nn.Linear)
     with torch.no_grad():
-        reference.layers[3].weight[:, removed] = 0.0
+        next_layer.weight[:, removed] = 0.0
     torch.testing.assert_close(pruned.model(x), reference(x), atol=1e-6, rtol=1e-5)
 
 
@@ -240,7 +246,10 @@ def test_mlp_widths_after_pruning_are_the_kept_counts(
 
     # Assert
     widths = [in_features] + [kept_count(h, ratio) for h in hidden] + [out_features]
-    linears = [link.module for link in weighted_links(pruned)]
+    linears: list[nn.Linear] = []
+    for link in weighted_links(pruned):
+        assert isinstance(link.module, nn.Linear)
+        linears.append(link.module)
     assert [(m.in_features, m.out_features) for m in linears] == list(itertools.pairwise(widths))
     assert pruned(torch.zeros(2, in_features)).shape == (2, out_features)
 

@@ -70,7 +70,7 @@ def test_simulate_matches_vfl_run(tmp_path: Path, variant: str) -> None:
     assert_same_state(parameters(from_cli), parameters(session.state_dict()))
     api_rows = [tuple(row) for row in session.ledger.state_dict()["rows"]]
     cli_rows = ledger_rows((run_dir / "ledger.csv").read_text())
-    assert api_rows == cli_rows  # type: ignore[comparison-overlap]
+    assert api_rows == cli_rows
 
 
 def test_the_comparison_sees_a_setting_the_api_drops(tmp_path: Path) -> None:
@@ -87,4 +87,4 @@ def test_the_comparison_sees_a_setting_the_api_drops(tmp_path: Path) -> None:
     # Assert: the active party's exchanges cost no bytes through the config, and do here
     api_rows = [tuple(row) for row in session.ledger.state_dict()["rows"]]
     with pytest.raises(AssertionError):
-        assert_same_ledger(ledger_rows((tmp_path / "run/ledger.csv").read_text()), api_rows, 0)  # type: ignore[arg-type]
+        assert_same_ledger(ledger_rows((tmp_path / "run/ledger.csv").read_text()), api_rows, 0)

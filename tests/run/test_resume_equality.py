@@ -74,8 +74,8 @@ def test_resumed_run_equals_the_uninterrupted_run(tmp_path: Path, variant: str) 
         resumed_at,
     )
     assert_same_ledger(
-        [tuple(row) for row in straight_ledger["rows"]],  # type: ignore[misc]
-        [tuple(row) for row in resumed_ledger["rows"]],  # type: ignore[misc]
+        [tuple(row) for row in straight_ledger["rows"]],
+        [tuple(row) for row in resumed_ledger["rows"]],
         resumed_at,
     )
 

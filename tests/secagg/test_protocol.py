@@ -45,7 +45,10 @@ def random_counts(params: SecAggParams, shape: tuple[int, ...], seed: int) -> di
 
 
 def true_sum(counts: Mapping[int, np.ndarray]) -> list[Any]:
-    return sum(c.astype(np.int64) for c in counts.values()).tolist()  # type: ignore[union-attr]
+    total = sum(c.astype(np.int64) for c in counts.values())
+    assert isinstance(total, np.ndarray)
+    result: list[Any] = total.tolist()
+    return result
 
 
 @settings(max_examples=25, deadline=None)

@@ -47,6 +47,7 @@ def test_tensor_messages_round_trip_exactly(tensor: torch.Tensor, round_: int, s
 
     # Assert
     assert frame.sender == sender
+    assert isinstance(frame.message, EmbedReply)
     assert frame.message.round == round_
     decoded = frame.message.embedding
     assert decoded.dtype == tensor.dtype and decoded.shape == tensor.shape

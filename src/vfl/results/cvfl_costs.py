@@ -38,7 +38,7 @@ def private_labels_bits_per_round(
 
 
 def time_to_target(
-    *, rounds: int, local_steps: int, compute_seconds: float, latency_seconds: float
+    *, rounds: float, local_steps: int, compute_seconds: float, latency_seconds: float
 ) -> float:
     """Spec section 7: ``rounds × (Q·t_compute + t_c)``; parties compute in parallel.
 
