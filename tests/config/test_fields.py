@@ -107,7 +107,7 @@ def test_nan_lies_in_no_range() -> None:
 
 @pytest.mark.parametrize("bounds", [{}, {"ge": 0, "gt": 0}, {"le": 1, "lt": 1}])
 def test_a_range_needs_one_bound_per_side_at_most_and_at_least_one(
-    bounds: dict[str, float],
+    bounds: dict[str, Any],
 ) -> None:
     with pytest.raises(TypeError):
         Range(**bounds)

@@ -9,16 +9,25 @@
 
 from __future__ import annotations
 
-from vfl.experiments.report import redraw, write_run_plots, write_sweep_report
-from vfl.experiments.spec import SweepSpec, read_sweep
-from vfl.experiments.sweep import SweepResult, run_sweep
+import importlib
+from typing import Any
 
-__all__ = [
-    "SweepResult",
-    "SweepSpec",
-    "read_sweep",
-    "redraw",
-    "run_sweep",
-    "write_run_plots",
-    "write_sweep_report",
-]
+_EXPORTS = {
+    "SweepResult": "vfl.experiments.sweep",
+    "SweepSpec": "vfl.experiments.spec",
+    "read_sweep": "vfl.experiments.spec",
+    "redraw": "vfl.experiments.report",
+    "run_sweep": "vfl.experiments.sweep",
+    "write_run_plots": "vfl.experiments.report",
+    "write_sweep_report": "vfl.experiments.report",
+}
+"""Loaded on first use: the command line imports this package, and plotting loads slowly."""
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vfl.experiments' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
