@@ -201,7 +201,7 @@ def test_a_frame_over_the_party_limit_is_dropped_and_the_party_keeps_serving(
     transport = loopback.transport
 
     # Execute
-    too_big = transport.request({1: EmbedRequest(round=0, ids=torch.arange(100))})
+    too_big = transport.request({1: EmbedRequest(round=0, ids=torch.arange(1000))})
     small = transport.request({1: EmbedRequest(round=1, ids=torch.arange(3))})
 
     # Assert
@@ -312,10 +312,10 @@ def test_a_party_restarted_in_a_new_process_fails_its_requests_at_once(pki: PkiF
 def test_large_frames_travel_in_chunks_and_the_wire_counts_match_the_ledger(
     pki: PkiFiles,
 ) -> None:
-    # Prepare: 1000-byte chunks, so a 8,016-byte request takes 9 chunks
+    # Prepare: 1000-byte chunks, so a 9,765-byte request (6,000 ids of 13 bits) takes 10 chunks
     loopback = start_loopback(pki, {1: endpoint(1).handle_frame}, chunk_bytes=1000)
     transport = loopback.transport
-    ids = torch.arange(1000)
+    ids = torch.arange(6000)
 
     # Execute
     exchange = transport.request({1: EmbedRequest(round=0, ids=ids)})
@@ -327,5 +327,6 @@ def test_large_frames_travel_in_chunks_and_the_wire_counts_match_the_ledger(
     ledger_down = transport.ledger.total(direction="down")
     assert ledger_down == len(encode(EmbedRequest(round=0, ids=ids), sender=0))
     overhead = transport.wire.sent("train") - ledger_down
-    assert 9 * 5 <= overhead <= 9 * 30  # gRPC prefix and chunk fields, per chunk
+    assert len(encode(EmbedRequest(round=0, ids=ids), sender=0)) == 9765
+    assert 10 * 5 <= overhead <= 10 * 30  # gRPC prefix and chunk fields, per chunk
     loopback.close()

@@ -40,7 +40,7 @@ def test_per_round_bytes_equal_the_encoded_messages() -> None:
     per_round = sim.ledger.bytes_by_round(phase="train")
     assert sorted(per_round) == [0, 1, 2, 3]
     for round_, batch in zip(range(4), (32, 32, 32, 4), strict=True):
-        ids = torch.arange(batch)
+        ids = torch.arange(32 * round_, 32 * round_ + batch)  # unshuffled: rows in order
         down = len(encode(EmbedRequest(round=round_, ids=ids), sender=0)) + len(
             encode(GradRequest(round=round_, grad=torch.zeros(batch, 4)), sender=0)
         )

@@ -10,11 +10,13 @@ from __future__ import annotations
 import struct
 import sys
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, TypeAlias
 
+import numpy as np
 import torch
 
 from vfl.errors import WireError
+from vfl.wire.bitpack import pack_bits, packed_size, unpack_bits
 
 if sys.byteorder != "little":  # pragma: no cover - every supported host is little-endian
     raise ImportError("vfl's wire format assumes a little-endian host")
@@ -35,7 +37,12 @@ DTYPE_CODES: dict[torch.dtype, int] = {
 DTYPES_BY_CODE = {code: dtype for dtype, code in DTYPE_CODES.items()}
 MAX_TENSOR_DIMS = 8
 
+Ids: TypeAlias = torch.Tensor
+"""Sample row positions in a message: 1-D int64, non-negative, sent bit-packed (``IdsField``)."""
+
 _I64 = struct.Struct("<q")
+_IDS_HEAD = struct.Struct("<IB")
+MAX_ID_BITS = 63
 _F64 = struct.Struct("<d")
 _U32 = struct.Struct("<I")
 _TENSOR_HEAD = struct.Struct("<BB")
@@ -188,6 +195,45 @@ class TensorField(FieldEncoding):
         return torch.frombuffer(payload, dtype=dtype).reshape(shape)
 
 
+class IdsField(FieldEncoding):
+    """Row positions: a u32 count, a u8 width ``w``, then the ids bit-packed at ``w`` bits each.
+
+    ``w`` is the bit length of the largest id in the message (1 for an empty or all-zero list),
+    so a batch from a split of N rows costs ``5 + ceil(B·ceil(log2 N)/8)`` bytes instead of the
+    ``10 + 8·B`` of an int64 tensor: 16 bits per id on MNIST's 60,000 rows, not 64.
+    """
+
+    def encode(self, value: Any, out: list[bytes]) -> None:
+        """Append the encoding of ``value`` to ``out``."""
+        if not isinstance(value, torch.Tensor) or value.dtype != torch.int64 or value.ndim != 1:
+            raise WireError(f"an id field must be a 1-D int64 tensor, got {_describe(value)}")
+        ids = value.detach().cpu().numpy()
+        if len(ids) and int(ids.min()) < 0:
+            raise WireError(f"ids must be non-negative, got {int(ids.min())}")
+        width = max(1, int(ids.max()).bit_length()) if len(ids) else 1
+        out.append(_IDS_HEAD.pack(len(ids), width))
+        out.append(pack_bits(ids, bits=width))
+
+    def decode(self, reader: Reader) -> torch.Tensor:
+        """Read one value."""
+        count, width = reader.unpack(_IDS_HEAD)
+        if not 1 <= width <= MAX_ID_BITS:
+            raise WireError(f"id width {width} bits is invalid; valid: 1..{MAX_ID_BITS}")
+        size = packed_size(count, width)
+        if size > reader.remaining:
+            raise WireError(
+                f"{count} ids of {width} bits need {size} bytes, only {reader.remaining} remain"
+            )
+        ids = unpack_bits(reader.take(size), bits=width, count=count).astype(np.int64)
+        return torch.from_numpy(ids)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{value.dtype} of shape {tuple(value.shape)}"
+    return type(value).__name__
+
+
 class TensorListField(FieldEncoding):
     """A sequence of tensors: a u32 count, then each tensor."""
 
@@ -234,6 +280,7 @@ ENCODINGS_BY_ANNOTATION: dict[str, FieldEncoding] = {
     "str": StrField(),
     "torch.Tensor": TensorField(),
     "Tensor": TensorField(),
+    "Ids": IdsField(),
     "tuple[torch.Tensor, ...]": TensorListField(),
     "tuple[bytes, ...]": BytesListField(),
 }

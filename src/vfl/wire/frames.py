@@ -4,7 +4,7 @@ A frame is a fixed 10-byte header followed by the message body::
 
     offset  size  field
     0       2     magic b"VF"
-    2       1     format version (1)
+    2       1     format version (2)
     3       1     message kind (see vfl.wire.messages)
     4       2     sender id, u16 (0 = server, 1..M = parties)
     6       4     round, u32
@@ -23,7 +23,7 @@ from vfl.wire.fields import Reader
 from vfl.wire.schema import Message, schema_for, schema_for_kind
 
 MAGIC = b"VF"
-VERSION = 1
+VERSION = 2
 HEADER = struct.Struct("<2sBBHI")
 HEADER_SIZE = HEADER.size
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024

@@ -17,6 +17,7 @@ import torch
 
 from vfl.errors import WireError
 from vfl.wire.checks import all_finite
+from vfl.wire.fields import Ids
 from vfl.wire.schema import Message, register
 
 SPLIT_TRAIN = 0
@@ -122,7 +123,8 @@ class EmbedRequest(Message):
     """Server to party: embed these training samples and keep the graph for the backward pass.
 
     Attributes:
-        ids: ``int64`` row positions in the aligned training split, shape ``(B,)``.
+        ids: ``int64`` row positions in the aligned training split, shape ``(B,)``, sent
+            bit-packed (``vfl.wire.fields.IdsField``).
     """
 
     REPLIES: ClassVar[tuple[type[Message], ...]] = (
@@ -131,7 +133,7 @@ class EmbedRequest(Message):
         MaskedCounts,
         PackedCounts,
     )
-    ids: torch.Tensor
+    ids: Ids
 
 
 @register(kind=3)
@@ -149,12 +151,12 @@ class EvalRequest(Message):
     """Server to party: embed these samples in evaluation mode (no graph, no update).
 
     Attributes:
-        ids: ``int64`` row positions, shape ``(B,)``.
+        ids: ``int64`` row positions, shape ``(B,)``, sent bit-packed.
         split: ``SPLIT_TRAIN`` or ``SPLIT_TEST``.
     """
 
     REPLIES: ClassVar[tuple[type[Message], ...]] = (EmbedReply, CompressedEmbedReply, MaskedCounts)
-    ids: torch.Tensor
+    ids: Ids
     split: int
 
 
