@@ -48,15 +48,19 @@ def test_a_saved_config_todays_loader_refuses_makes_the_run_superseded(tmp_path:
     assert run_state(tmp_path / "run", load_config(None, [])) == "superseded"
 
 
-def test_only_a_missing_folder_is_new(tmp_path: Path) -> None:
-    # Prepare: an empty folder and a folder of the user's own files, neither of them a run
-    (tmp_path / "empty").mkdir()
-    (tmp_path / "notes").mkdir()
+def test_a_folder_is_new_only_when_it_holds_no_run_and_no_file_but_an_error(
+    tmp_path: Path,
+) -> None:
+    # Prepare: an empty folder, a failed start's error.txt, and a folder of the user's own files
+    for name in ("empty", "failed", "notes"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "failed" / "error.txt").write_text("Traceback ...\n")
     (tmp_path / "notes" / "notes.txt").write_text("mine\n")
     config = load_config(None, [])
 
     # Execute
-    states = [run_state(tmp_path / name, config) for name in ("missing", "empty", "notes")]
+    names = ("missing", "empty", "failed", "notes")
+    states = [run_state(tmp_path / name, config) for name in names]
 
     # Assert
-    assert states == ["new", "superseded", "superseded"]
+    assert states == ["new", "new", "new", "superseded"]

@@ -7,7 +7,8 @@
 | ``partial``, finished | extend | ``summary.json`` is renamed ``summary.epochs<E>.json`` and |
 | | | ``checkpoint.pt`` copied to ``checkpoint.epochs<E>.pt``, then it continues |
 | ``superseded`` | move aside | renamed ``<run>.superseded-<UTC time>``, with every file in it |
-| ``new`` | create | the run writes a new folder |
+| ``new`` | create | the run writes a new folder (or its empty one, or replaces the lone |
+| | | ``error.txt`` of a start that failed before writing anything) |
 
 ``plan_folders`` decides, ``describe`` says it in one line (``vfl sweep --dry-run`` prints these
 lines), ``apply`` does it.

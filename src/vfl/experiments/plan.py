@@ -19,13 +19,13 @@ import tomli_w
 from vfl.config import RunConfig, load_config
 from vfl.config.io import from_mapping, read_toml, to_toml
 from vfl.errors import ConfigError
-from vfl.experiments.files import CHECKPOINT, CONFIG, METRICS, SUMMARY, read_metrics
+from vfl.experiments.files import CHECKPOINT, CONFIG, ERROR, METRICS, SUMMARY, read_metrics
 from vfl.experiments.spec import SEED_KEY, Overrides, SweepSpec
 
 RunState = Literal["done", "partial", "superseded", "new"]
 """``done``: finished with the same config; ``partial``: a checkpoint to continue;
-``superseded``: the folder holds anything else (another config's run, a failed start, files
-that are no run); ``new``: no folder."""
+``superseded``: the folder holds anything else (another config's run, files that are no run);
+``new``: no folder, or one holding only the ``error.txt`` of a failed start."""
 STATES: tuple[RunState, ...] = ("done", "partial", "superseded", "new")
 
 IGNORED_SECTIONS = ("output",)
@@ -109,9 +109,10 @@ def run_state(run_dir: Path, config: RunConfig) -> RunState:
     ``[output]`` table aside; keys the saved file lacks count as their defaults). ``partial``:
     a checkpoint exists, the saved config differs at most in ``train.epochs``, and no more epochs
     were recorded than ``config`` asks for (so a longer sweep extends finished runs).
-    ``superseded``: the folder exists and is neither. ``new``: there is no folder.
+    ``superseded``: the folder holds anything else. ``new``: there is no folder, or it holds
+    nothing but the ``error.txt`` of a run that failed before it wrote anything.
     """
-    if not run_dir.exists():
+    if not run_dir.exists() or _holds_only_an_error(run_dir):
         return "new"
     try:
         # Re-read through today's loader, so keys added to the config since the run (with their
@@ -165,6 +166,10 @@ def _check_unique(settings: list[Setting], custom_label: bool) -> None:
                 f"settings {other.label!r} and {setting.label!r} would share the run folder"
                 f" {setting.name!r}; {fix} so that every setting has its own label"
             )
+
+
+def _holds_only_an_error(run_dir: Path) -> bool:
+    return run_dir.is_dir() and {path.name for path in run_dir.iterdir()} <= {ERROR}
 
 
 def recorded_epochs(run_dir: Path) -> float:
