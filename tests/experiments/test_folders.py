@@ -119,6 +119,7 @@ def test_two_moves_in_one_second_get_distinct_names(tmp_path: Path) -> None:
     # Prepare: a folder of another run, and an earlier move aside at the same second
     now = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
     (tmp_path / "x__seed0").mkdir()
+    (tmp_path / "x__seed0" / "notes.txt").write_text("mine\n")
     (tmp_path / "x__seed0.superseded-20250102T030405Z").mkdir()
     run = PlannedRun(Setting("x", "x", ()), 0, "x__seed0", load_config(None, []))
 
@@ -128,5 +129,5 @@ def test_two_moves_in_one_second_get_distinct_names(tmp_path: Path) -> None:
 
     # Assert
     assert action.renames == (("x__seed0", "x__seed0.superseded-20250102T030405Z-2"),)
-    assert (tmp_path / "x__seed0.superseded-20250102T030405Z-2").is_dir()
+    assert (tmp_path / "x__seed0.superseded-20250102T030405Z-2" / "notes.txt").exists()
     assert not (tmp_path / "x__seed0").exists()
