@@ -131,3 +131,28 @@ def test_two_moves_in_one_second_get_distinct_names(tmp_path: Path) -> None:
     assert action.renames == (("x__seed0", "x__seed0.superseded-20250102T030405Z-2"),)
     assert (tmp_path / "x__seed0.superseded-20250102T030405Z-2" / "notes.txt").exists()
     assert not (tmp_path / "x__seed0").exists()
+
+
+def test_a_failed_start_is_retried_in_its_folder_without_moving_it_aside(tmp_path: Path) -> None:
+    # Prepare: a case whose table does not exist fails before it writes anything but error.txt
+    body = 'set = { "train.epochs" = 1 }\n[[case]]\nlabel = "good"\n'
+    body += '[[case]]\nlabel = "gone"\nset = { "data.path" = "no-such.csv" }\n'
+    spec = read_sweep(write_sweep(tmp_path, body))
+    run_sweep(spec, log=io.StringIO())
+    log = io.StringIO()
+
+    # Execute
+    dry = run_sweep(spec, dry_run=True, log=log)
+    again = run_sweep(spec, log=io.StringIO())
+
+    # Assert
+    assert dry.states == {"good__seed0": "done", "gone__seed0": "new"}
+    assert "  create   gone__seed0 (replaces the error.txt of a start that failed before" in (
+        log.getvalue()
+    )
+    assert [o.name for o in again.failed] == ["gone__seed0"]
+    assert sorted(p.name for p in spec.folder.iterdir() if p.is_dir()) == [
+        "gone__seed0",
+        "good__seed0",
+    ]
+    assert "no-such.csv" in (spec.folder / "gone__seed0" / "error.txt").read_text()

@@ -29,6 +29,7 @@ from vfl.experiments.plan import PlannedRun, RunState, recorded_epochs, run_stat
 
 Verb = Literal["keep", "resume", "extend", "move", "create"]
 VERBS: tuple[Verb, ...] = ("keep", "resume", "extend", "move", "create")
+_FAILED_START = "replaces the error.txt of a start that failed before writing anything"
 SUPERSEDED = ".superseded-"
 """Infix of a moved-aside folder's name: ``<run>.superseded-<YYYYmmddTHHMMSSZ>``."""
 
@@ -43,28 +44,25 @@ class FolderAction:
         verb: ``keep``, ``resume``, ``extend``, ``move`` (aside) or ``create``.
         renames: ``(from, to)`` names: the folder moved aside (relative to the sweep folder), or
             the finished run's files an extension keeps (relative to the run folder).
+        note: Why, in a few words (``describe`` shows it).
     """
 
     run: str
     state: RunState
     verb: Verb
     renames: tuple[tuple[str, str], ...] = ()
+    note: str = ""
 
     @property
-    def runs(self) -> bool:
+    def trains(self) -> bool:
         """Whether the run trains (everything but ``keep``)."""
         return self.verb != "keep"
 
     def describe(self) -> str:
         """One line, e.g. ``move     a__seed0 -> a__seed0.superseded-20250101T120000Z (...)``."""
-        head = f"{self.verb:8} {self.run}"
-        if self.verb == "move":
-            return f"{head} -> {self.renames[0][1]} (it holds another run; runs afresh)"
-        if self.verb == "extend":
-            kept = ", ".join(f"{old} as {new}" for old, new in self.renames)
-            return f"{head} (finished with fewer epochs; keeps {kept}, continues)"
-        notes = {"keep": "finished with this config", "resume": "from its checkpoint"}
-        return f"{head} ({notes[self.verb]})" if self.verb in notes else head
+        moved = f" -> {self.renames[0][1]}" if self.verb == "move" else ""
+        note = f" ({self.note})" if self.note else ""
+        return f"{self.verb:8} {self.run}{moved}{note}"
 
     def apply(self, folder: Path) -> None:
         """Do it, in the sweep folder ``folder``: move aside, keep files, or nothing."""
@@ -75,9 +73,9 @@ class FolderAction:
         for old, new in self.renames:
             copy = shutil.copy2 if old == CHECKPOINT else os.rename
             copy(run_dir / old, run_dir / new)
-        if self.verb in ("resume", "extend"):
+        if self.trains:  # the run writes its own summary; an earlier error no longer applies
             for name in (SUMMARY, ERROR):
-                (run_dir / name).unlink(missing_ok=True)  # written again by the run
+                (run_dir / name).unlink(missing_ok=True)
 
 
 def plan_folders(
@@ -92,20 +90,24 @@ def _action(folder: Path, run: PlannedRun, stamp: str) -> FolderAction:
     run_dir = folder / run.name
     state = run_state(run_dir, run.config)
     if state == "done":
-        return FolderAction(run.name, state, "keep")
+        return FolderAction(run.name, state, "keep", note="finished with this config")
     if state == "new":
-        return FolderAction(run.name, state, "create")
+        failed = (run_dir / ERROR).exists()
+        return FolderAction(run.name, state, "create", note=_FAILED_START if failed else "")
     if state == "superseded":
         moved = _free_name(folder, f"{run.name}{SUPERSEDED}{stamp}", "")
-        return FolderAction(run.name, state, "move", ((run.name, moved),))
+        note = "it holds another run; runs afresh"
+        return FolderAction(run.name, state, "move", ((run.name, moved),), note)
     if not (run_dir / SUMMARY).exists():
-        return FolderAction(run.name, state, "resume")
+        return FolderAction(run.name, state, "resume", note="from its checkpoint")
     epochs = int(recorded_epochs(run_dir))
     kept = [(SUMMARY, (f"summary.epochs{epochs}", ".json"))]
     if (run_dir / CHECKPOINT).exists():
         kept.append((CHECKPOINT, (f"checkpoint.epochs{epochs}", ".pt")))
     renames = tuple((old, _free_name(run_dir, *new)) for old, new in kept)
-    return FolderAction(run.name, state, "extend", renames)
+    shown = ", ".join(f"{old} as {new}" for old, new in renames)
+    note = f"finished with fewer epochs; keeps {shown}, continues"
+    return FolderAction(run.name, state, "extend", renames, note)
 
 
 def _free_name(folder: Path, stem: str, suffix: str) -> str:

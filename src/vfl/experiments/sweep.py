@@ -104,7 +104,7 @@ def run_sweep(
     if dry_run:
         return SweepResult(folder, actions)
     write_manifest(folder, manifest_of(spec, runs))
-    pending = [run for run in runs if actions[run.name].runs]
+    pending = [run for run in runs if actions[run.name].trains]
     workers = max(1, min(workers or spec.workers, len(pending)))
     threads = max(1, _cores() // workers) if workers > 1 else 0
     tasks = [_prepare(folder, run, actions[run.name], threads) for run in pending]
