@@ -1,22 +1,26 @@
 """Write the example deployment's tables: a bank's labels and three parties' feature columns.
 
 The holders know overlapping but different customers, each file in its own order, so that the
-deployment's private set intersection has work to do. Run from anywhere:
+deployment's private set intersection has work to do. The example's configs
+(``examples/deploy/RUN.toml`` and ``party*.toml``) read them from ``examples/deploy/data``::
 
-    .venv/bin/python examples/deploy/make_data.py
+    .venv/bin/python examples/deploy/make_data.py --out examples/deploy/data
 
-It writes ``examples/deploy/data/*.csv`` (about 1 MB); certificates come from ``vfl certs``
-(see ``docs/deployment.md``).
+Without ``--out`` the tables go to ``./data`` under the folder you run it from. Existing
+tables are never overwritten unless you pass ``--force``. It writes 8 CSV files (about 1 MB);
+certificates come from ``vfl certs`` (see ``docs/deployment.md``).
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
 HOLDERS = {
     "labels": ["default"],
     "bank": ["income", "debt", "savings"],
@@ -24,6 +28,7 @@ HOLDERS = {
     "retail": ["age", "region", "purchases"],
 }
 SHARE = {"labels": 0.95, "bank": 0.9, "telco": 0.85, "retail": 0.9}
+SPLITS = ("train", "test")
 
 
 def customers(rows: int, *, prefix: str, rng: np.random.Generator) -> pd.DataFrame:
@@ -55,11 +60,15 @@ def customers(rows: int, *, prefix: str, rng: np.random.Generator) -> pd.DataFra
     return frame
 
 
-def main() -> None:
-    """Write every holder's train and test table."""
+def table_paths(out: Path) -> list[Path]:
+    """The files ``write_tables`` writes into ``out``."""
+    return [out / f"{holder}_{split}.csv" for holder in HOLDERS for split in SPLITS]
+
+
+def write_tables(out: Path) -> None:
+    """Write every holder's train and test table into ``out`` (created if missing)."""
     rng = np.random.default_rng(7)
-    out = HERE / "data"
-    out.mkdir(exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     splits = {
         "train": customers(8000, prefix="c", rng=rng),
         "test": customers(2000, prefix="t", rng=rng),
@@ -70,8 +79,32 @@ def main() -> None:
             table.iloc[keep][["customer_id", *columns]].to_csv(
                 out / f"{holder}_{split}.csv", index=False
             )
-    print(f"wrote {len(HOLDERS) * len(splits)} tables to {out}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``--out`` and ``--force``, refuse to overwrite tables, write them; the exit status."""
+    parser = argparse.ArgumentParser(description="Write the example deployment's tables.")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("data"),
+        help="folder for the tables (default: ./data under the folder you run this from)",
+    )
+    parser.add_argument("--force", action="store_true", help="overwrite tables already there")
+    args = parser.parse_args(argv)
+    taken = [path for path in table_paths(args.out) if path.exists()]
+    if taken and not args.force:
+        names = ", ".join(path.name for path in taken)
+        print(
+            f"make_data.py: {args.out} already holds {names}; pass --force to overwrite them,"
+            " or choose another --out",
+            file=sys.stderr,
+        )
+        return 2
+    write_tables(args.out)
+    print(f"wrote {len(table_paths(args.out))} tables to {args.out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from vfl.data.idx import write_idx
 
@@ -133,3 +134,22 @@ def zip_archive(members: dict[str, bytes]) -> bytes:
         for name, content in members.items():
             archive.writestr(name, content)
     return buffer.getvalue()
+
+
+CREDIT_FEATURES = [
+    "LIMIT_BAL", "SEX", "EDUCATION", "MARRIAGE", "AGE",
+    "PAY_0", "PAY_2", "PAY_3", "PAY_4", "PAY_5", "PAY_6",
+    "BILL_AMT1", "BILL_AMT2", "BILL_AMT3", "BILL_AMT4", "BILL_AMT5", "BILL_AMT6",
+    "PAY_AMT1", "PAY_AMT2", "PAY_AMT3", "PAY_AMT4", "PAY_AMT5", "PAY_AMT6",
+]  # fmt: skip
+
+
+def credit_frame(num_rows: int = 40) -> pd.DataFrame:
+    """A table in the UCI Default-of-Credit-Card CSV layout, one in five clients defaulting."""
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame({"ID": np.arange(1, num_rows + 1)})
+    for column in CREDIT_FEATURES:
+        frame[column] = rng.integers(-2, 9, num_rows) * (1000 if "AMT" in column else 1)
+    frame["SEX"] = rng.integers(1, 3, num_rows)
+    frame["default.payment.next.month"] = (np.arange(num_rows) % 5 == 0).astype(int)
+    return frame

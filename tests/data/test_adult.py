@@ -92,14 +92,22 @@ def test_line_with_the_wrong_number_of_fields_is_a_data_error(tmp_path: Path) ->
         read_adult_file(path)
 
 
-def test_non_numeric_age_is_a_data_error(tmp_path: Path) -> None:
-    # Prepare
+def test_non_numeric_age_is_a_data_error_naming_the_line_and_value(tmp_path: Path) -> None:
+    # Prepare: the second data line, after the junk line
+    rows = [ADULT_TRAIN_ROWS[1], ADULT_TRAIN_ROWS[0].replace("39", "old", 1)]
     path = tmp_path / "adult.data"
-    path.write_text(adult_text([ADULT_TRAIN_ROWS[0].replace("39", "old", 1)], junk_line=False))
+    path.write_text(adult_text(rows, junk_line=True))
 
-    # Execute / Assert
-    with pytest.raises(DataError, match="column 'age' must be numeric"):
+    # Execute
+    with pytest.raises(DataError) as caught:
         read_adult_file(path)
+
+    # Assert
+    assert str(caught.value) == (
+        f"{path} line 3: column 'age' holds 'old', which is not a number; Adult's numeric"
+        " columns are age, fnlwgt, education-num, capital-gain, capital-loss, hours-per-week"
+        " ('?' marks a missing value)"
+    )
 
 
 def test_missing_adult_file_is_a_data_error(tmp_path: Path) -> None:

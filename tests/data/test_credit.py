@@ -3,33 +3,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from vfl.data.credit import CREDIT_FILE, load_default_credit
 from vfl.errors import DataError
 
-FEATURES = [
-    "LIMIT_BAL", "SEX", "EDUCATION", "MARRIAGE", "AGE",
-    "PAY_0", "PAY_2", "PAY_3", "PAY_4", "PAY_5", "PAY_6",
-    "BILL_AMT1", "BILL_AMT2", "BILL_AMT3", "BILL_AMT4", "BILL_AMT5", "BILL_AMT6",
-    "PAY_AMT1", "PAY_AMT2", "PAY_AMT3", "PAY_AMT4", "PAY_AMT5", "PAY_AMT6",
-]  # fmt: skip
-
-
-def _credit_frame(num_rows: int = 40) -> pd.DataFrame:
-    rng = np.random.default_rng(7)
-    frame = pd.DataFrame({"ID": np.arange(1, num_rows + 1)})
-    for column in FEATURES:
-        frame[column] = rng.integers(-2, 9, num_rows) * (1000 if "AMT" in column else 1)
-    frame["SEX"] = rng.integers(1, 3, num_rows)
-    frame["default.payment.next.month"] = (np.arange(num_rows) % 5 == 0).astype(int)
-    return frame
+from .fakes import CREDIT_FEATURES, credit_frame
 
 
 def test_credit_csv_loads_with_ids_from_the_id_column(tmp_path: Path) -> None:
     # Prepare
-    frame = _credit_frame(40)
+    frame = credit_frame(40)
     frame.to_csv(tmp_path / CREDIT_FILE, index=False)
 
     # Execute
@@ -50,7 +34,7 @@ def test_credit_csv_loads_with_ids_from_the_id_column(tmp_path: Path) -> None:
 def test_sex_education_and_marriage_are_one_hot_the_rest_numeric(tmp_path: Path) -> None:
     # Prepare
     path = tmp_path / "credit.csv"
-    _credit_frame().to_csv(path, index=False)
+    credit_frame().to_csv(path, index=False)
 
     # Execute
     dataset = load_default_credit(path)
@@ -60,13 +44,13 @@ def test_sex_education_and_marriage_are_one_hot_the_rest_numeric(tmp_path: Path)
     assert columns[:3] == ("LIMIT_BAL", "SEX=1", "SEX=2")
     assert "EDUCATION=3" in columns and "MARRIAGE=-2" in columns
     assert "AGE" in columns and "PAY_AMT6" in columns and "ID" not in columns
-    assert set(dataset.column_sources or ()) == set(FEATURES)
+    assert set(dataset.column_sources or ()) == set(CREDIT_FEATURES)
 
 
 def test_the_original_sheet_label_spelling_is_accepted(tmp_path: Path) -> None:
     # Prepare
     path = tmp_path / "credit.csv"
-    frame = _credit_frame().rename(
+    frame = credit_frame().rename(
         columns={"default.payment.next.month": "default payment next month"}
     )
     frame.to_csv(path, index=False)
@@ -81,7 +65,7 @@ def test_the_original_sheet_label_spelling_is_accepted(tmp_path: Path) -> None:
 def test_missing_columns_are_listed(tmp_path: Path) -> None:
     # Prepare
     path = tmp_path / "credit.csv"
-    _credit_frame().drop(columns=["PAY_3", "AGE"]).to_csv(path, index=False)
+    credit_frame().drop(columns=["PAY_3", "AGE"]).to_csv(path, index=False)
 
     # Execute / Assert
     with pytest.raises(DataError, match=r"lacks the expected columns \['AGE', 'PAY_3'\]"):
@@ -97,10 +81,44 @@ def test_missing_credit_file_names_the_path(tmp_path: Path) -> None:
 def test_duplicate_credit_ids_are_a_data_error(tmp_path: Path) -> None:
     # Prepare
     path = tmp_path / "credit.csv"
-    frame = _credit_frame()
+    frame = credit_frame()
     frame.loc[3, "ID"] = 1
     frame.to_csv(path, index=False)
 
     # Execute / Assert
     with pytest.raises(DataError, match="repeated id"):
+        load_default_credit(path)
+
+
+def test_a_word_in_a_credit_amount_names_its_line_and_can_be_read_as_missing(
+    tmp_path: Path,
+) -> None:
+    # Prepare: a word in an amount column, and one in the categorical codes of EDUCATION
+    frame = credit_frame().astype({"BILL_AMT1": object, "EDUCATION": object})
+    frame.loc[6, "BILL_AMT1"] = "1.000,50"
+    frame.loc[2, "EDUCATION"] = "other"
+    path = tmp_path / CREDIT_FILE
+    frame.to_csv(path, index=False)
+
+    # Execute
+    with pytest.raises(DataError) as caught:
+        load_default_credit(path)
+    dataset = load_default_credit(path, bad_numbers="missing")
+
+    # Assert
+    assert str(caught.value).startswith(
+        f"{path}: column 'BILL_AMT1' holds numbers except in 1 of its 40 filled cells; line 8"
+        " (row 6) holds '1.000,50'."
+    )
+    columns = dataset.columns or ()
+    assert "BILL_AMT1=missing" in columns and "EDUCATION=other" in columns
+
+
+def test_a_credit_table_too_small_for_a_test_split_names_the_sizes(tmp_path: Path) -> None:
+    # Prepare: one client of each class
+    path = tmp_path / CREDIT_FILE
+    credit_frame(5).iloc[[0, 1]].to_csv(path, index=False)
+
+    # Execute / Assert
+    with pytest.raises(DataError, match=r"the test split has no rows; .*label 0 1 rows -> 0"):
         load_default_credit(path)

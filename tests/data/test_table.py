@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vfl.config import load_config
 from vfl.data.table import load_table, stratified_split
 from vfl.errors import DataError
+from vfl.run import runner
 
 
 def _frame(num_rows: int = 20) -> pd.DataFrame:
@@ -204,3 +206,59 @@ def test_stratified_split_rejects_fractions_outside_zero_one(fraction: float) ->
     # Execute / Assert
     with pytest.raises(DataError, match="strictly between 0 and 1"):
         stratified_split([0, 1], test_fraction=fraction, seed=0)
+
+
+def test_a_table_too_small_for_its_split_names_the_sizes(tmp_path: Path) -> None:
+    # Prepare: two rows of each class; a test share of 0.2 takes round(0.4) = 0 of each
+    path = tmp_path / "t.csv"
+    path.write_text("x,y\n1,yes\n2,no\n3,yes\n4,no\n")
+
+    # Execute
+    with pytest.raises(DataError) as caught:
+        load_table(path, label="y", test_fraction=0.2)
+    dataset = load_table(path, label="y", test_fraction=0.5)
+
+    # Assert
+    assert str(caught.value) == (
+        f"{path}: the test split has no rows; test_fraction 0.2 puts round(0.2 x rows) of each"
+        " class in test, keeping one in train: label 'no' 2 rows -> 0, 'yes' 2 rows -> 0; use"
+        " more rows, a larger test_fraction, or a separate test table (test_path)"
+    )
+    assert len(dataset.test) == 2  # negative control: a larger share leaves a test split
+
+
+def test_an_empty_test_table_or_an_unmarked_split_is_refused(tmp_path: Path) -> None:
+    # Prepare
+    _frame(8).to_csv(tmp_path / "train.csv", index=False)
+    _frame(8).iloc[:0].to_csv(tmp_path / "test.csv", index=False)
+    marked = _frame(8).assign(part="train")
+    marked.to_csv(tmp_path / "marked.csv", index=False)
+
+    # Execute
+    with pytest.raises(DataError) as empty:
+        load_table(tmp_path / "train.csv", label="churn", test_path=tmp_path / "test.csv")
+    with pytest.raises(DataError) as unmarked:
+        load_table(tmp_path / "marked.csv", label="churn", split_column="part")
+
+    # Assert
+    assert str(empty.value) == f"{tmp_path / 'test.csv'}: the test table has no rows"
+    assert str(unmarked.value) == (
+        f"{tmp_path / 'marked.csv'}: the test split has no rows; no row of column 'part' says"
+        " 'test'"
+    )
+
+
+def test_a_run_on_a_table_too_small_is_refused_before_its_run_directory(tmp_path: Path) -> None:
+    # Prepare
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,y\n1,2,yes\n2,3,no\n3,1,yes\n4,2,no\n")
+    overrides = ["data.name=table", f"data.path={str(path)!r}", "data.label=y"]
+    overrides += ["partition.scheme=contiguous", "partition.num_parties=2"]
+    config = load_config(None, overrides)
+
+    # Execute
+    with pytest.raises(DataError, match="the test split has no rows"):
+        runner.train(config, tmp_path / "run")
+
+    # Assert
+    assert not (tmp_path / "run").exists()

@@ -1,4 +1,4 @@
-"""Whether a run folder already holds a run: done, resumable or new."""
+"""Whether a run folder already holds a run: done, resumable, superseded or new."""
 
 from __future__ import annotations
 
@@ -30,17 +30,37 @@ def test_keys_added_to_the_config_since_a_run_keep_it_done(tmp_path: Path) -> No
     assert run_state(tmp_path / "run", config) == "done"
 
 
-def test_a_changed_value_makes_the_run_new(tmp_path: Path) -> None:
+def test_a_changed_value_makes_the_run_superseded(tmp_path: Path) -> None:
     # Prepare
     write_finished(tmp_path / "run", to_toml(load_config(None, ["train.epochs=2"])))
 
     # Execute / Assert
-    assert run_state(tmp_path / "run", load_config(None, ["train.optimizer.lr=0.5"])) == "new"
+    assert (
+        run_state(tmp_path / "run", load_config(None, ["train.optimizer.lr=0.5"])) == "superseded"
+    )
 
 
-def test_a_saved_config_todays_loader_refuses_makes_the_run_new(tmp_path: Path) -> None:
+def test_a_saved_config_todays_loader_refuses_makes_the_run_superseded(tmp_path: Path) -> None:
     # Prepare: a key that no longer exists
     write_finished(tmp_path / "run", "[train]\nobsolete_key = 1\n")
 
     # Execute / Assert
-    assert run_state(tmp_path / "run", load_config(None, [])) == "new"
+    assert run_state(tmp_path / "run", load_config(None, [])) == "superseded"
+
+
+def test_a_folder_is_new_only_when_it_holds_no_run_and_no_file_but_an_error(
+    tmp_path: Path,
+) -> None:
+    # Prepare: an empty folder, a failed start's error.txt, and a folder of the user's own files
+    for name in ("empty", "failed", "notes"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "failed" / "error.txt").write_text("Traceback ...\n")
+    (tmp_path / "notes" / "notes.txt").write_text("mine\n")
+    config = load_config(None, [])
+
+    # Execute
+    names = ("missing", "empty", "failed", "notes")
+    states = [run_state(tmp_path / name, config) for name in names]
+
+    # Assert
+    assert states == ["new", "new", "new", "superseded"]

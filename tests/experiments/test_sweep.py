@@ -79,8 +79,10 @@ def test_more_epochs_extend_finished_runs_and_a_new_config_starts_afresh(tmp_pat
     result = run_sweep(read_sweep(path), log=io.StringIO())
 
     # Assert
-    assert result.states == {RUNS[0]: "partial", RUNS[1]: "new"}
+    assert result.states == {RUNS[0]: "partial", RUNS[1]: "superseded"}
     assert epochs_of(folder / RUNS[0]) == epochs_of(folder / RUNS[1]) == [0, 1, 2, 3]
+    (moved,) = folder.glob(f"{RUNS[1]}.superseded-*")
+    assert epochs_of(moved) == [0, 1, 2]  # the finished 2-epoch run, moved aside
 
 
 def test_dry_run_lists_states_and_runs_nothing(tmp_path: Path) -> None:
@@ -93,7 +95,7 @@ def test_dry_run_lists_states_and_runs_nothing(tmp_path: Path) -> None:
 
     # Assert
     assert result.states == dict.fromkeys(RUNS, "new")
-    assert f"new      {RUNS[0]}" in log.getvalue()
+    assert f"create   {RUNS[0]}" in log.getvalue()
     assert not spec.folder.exists()
 
 

@@ -28,16 +28,22 @@ def _two_positive(widths: tuple[int, ...]) -> bool:
 
 @dataclass(frozen=True)
 class DataConfig(Section):
-    """Which data set to load.
+    """Which data set to load. A key the chosen data set does not read must keep its default.
 
     Attributes:
         name: A registry name (``vfl data list``) or ``"table"`` for a CSV/Parquet file.
-        path: For ``table``: the file. For registry data sets: an optional directory that holds
-            the files instead of the cache.
+        path: For ``table``: the file. For registry data sets: an optional folder that holds
+            the files instead of the cache, or one of those files (``default-credit``: its CSV
+            under any name).
         test_path: For ``table``: an optional separate test file.
         label: For ``table``: the label column.
         id_column: For ``table``: an optional sample-ID column.
-        test_fraction: For sources without a defined split: the seeded test share.
+        test_fraction: For sources without a defined split (``table`` without ``test_path``,
+            ``default-credit``): the seeded test share.
+        bad_numbers: For ``table`` and ``default-credit``: what a cell that is not a number is
+            in a column whose filled cells are at least 95 % numbers: ``error`` stops with the
+            file, column, line and value; ``missing`` reads it as a missing value (imputed and
+            flagged like an empty cell).
         max_train_samples: Use a seeded subsample of this many training rows (0 = all).
         max_test_samples: Use a seeded subsample of this many test rows (0 = all).
         positive_classes: Make the task binary: these class indices become class 1 and every
@@ -51,6 +57,7 @@ class DataConfig(Section):
     label: str = ""
     id_column: str = ""
     test_fraction: Annotated[float, Range(gt=0, lt=1)] = 0.2
+    bad_numbers: Literal["error", "missing"] = "error"
     max_train_samples: Annotated[int, Range(ge=0, note="0 = all")] = 0
     max_test_samples: Annotated[int, Range(ge=0, note="0 = all")] = 0
     positive_classes: tuple[int, ...] = ()

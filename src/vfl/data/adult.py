@@ -81,6 +81,7 @@ def read_adult_file(path: Path) -> pd.DataFrame:
     except (OSError, UnicodeDecodeError) as error:
         raise DataError(f"cannot read Adult file {path}: {error}") from error
     rows: list[list[str | None]] = []
+    numbers = []
     for number, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith("|"):
             continue
@@ -91,11 +92,17 @@ def read_adult_file(path: Path) -> pd.DataFrame:
                 f" {len(ADULT_COLUMNS)}: {', '.join(ADULT_COLUMNS)}"
             )
         rows.append([None if field == "?" else field for field in fields])
+        numbers.append(number)
     frame = pd.DataFrame(rows, columns=list(ADULT_COLUMNS), dtype=object)
     for column in ADULT_NUMERIC:
-        try:
-            frame[column] = pd.to_numeric(frame[column]).astype(np.float64)
-        except ValueError as error:
-            raise DataError(f"{path}: column {column!r} must be numeric: {error}") from error
+        values = pd.to_numeric(frame[column], errors="coerce")
+        bad = np.flatnonzero((frame[column].notna() & values.isna()).to_numpy(dtype=bool))
+        if bad.size:
+            raise DataError(
+                f"{path} line {numbers[bad[0]]}: column {column!r} holds"
+                f" {frame[column].iloc[bad[0]]!r}, which is not a number; Adult's numeric"
+                f" columns are {', '.join(ADULT_NUMERIC)} ('?' marks a missing value)"
+            )
+        frame[column] = values.astype(np.float64)
     frame[ADULT_LABEL] = frame[ADULT_LABEL].str.rstrip(".")
     return frame

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from vfl.data.dataset import Dataset
-from vfl.data.table import read_table, sample_ids, stratified_split
+from vfl.data.numbers import BadNumbers
+from vfl.data.table import read_table, require_rows, sample_ids, split_shares, stratified_split
 from vfl.data.tabular import encode_table
 from vfl.errors import DataError
 
@@ -34,7 +35,11 @@ CREDIT_CLASSES = ("no default", "default")
 
 
 def load_default_credit(
-    path_or_root: Path | str, *, test_fraction: float = 0.2, seed: int = 0
+    path_or_root: Path | str,
+    *,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    bad_numbers: BadNumbers = "error",
 ) -> Dataset:
     """Load Default-of-Credit-Card-Clients from its CSV.
 
@@ -48,19 +53,22 @@ def load_default_credit(
         path_or_root: The CSV file, or a folder holding ``default_of_credit_card_clients.csv``.
         test_fraction: The share of each class put in the test split.
         seed: Seed of the split.
+        bad_numbers: What a cell that is not a number in a column of numbers is: ``"error"``
+            or ``"missing"`` (see ``vfl.data.numbers``).
 
     Returns:
         The data set.
 
     Raises:
-        DataError: If the file is missing, lacks expected columns, or holds bad values.
+        DataError: If the file is missing, lacks expected columns, holds bad values, or has too
+            few rows for a test split.
     """
     path = Path(path_or_root)
     if path.is_dir():
         path = path / CREDIT_FILE
     if not path.is_file():
         raise DataError(f"Default-of-Credit-Card CSV {path} does not exist")
-    frame = read_table(path)
+    frame = read_table(path, bad_numbers=bad_numbers, skip=(CREDIT_ID, *CREDIT_CATEGORICAL))
     frame = frame.rename(columns=dict.fromkeys(CREDIT_LABEL_ALIASES, CREDIT_LABEL))
     missing = [c for c in (CREDIT_ID, *CREDIT_FEATURES, CREDIT_LABEL) if c not in frame.columns]
     if missing:
@@ -68,10 +76,17 @@ def load_default_credit(
             f"{path} lacks the expected columns {missing}; the UCI CSV layout has {CREDIT_ID},"
             f" {', '.join(CREDIT_FEATURES)}, {CREDIT_LABEL}"
         )
+    require_rows(path, frame, "the table")
     ids = sample_ids(frame, CREDIT_ID, path)
     frame = frame[[*CREDIT_FEATURES, CREDIT_LABEL]]
     train_rows, test_rows = stratified_split(
         frame[CREDIT_LABEL].to_numpy(), test_fraction=test_fraction, seed=seed
+    )
+    require_rows(
+        path,
+        frame.iloc[test_rows],
+        "the test split",
+        split_shares(frame[CREDIT_LABEL], test_fraction),
     )
     encoded = encode_table(
         frame.iloc[train_rows],

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from vfl.data.images import (
     load_fashion_mnist,
     load_mnist,
 )
-from vfl.data.table import load_table
+from vfl.data.locate import locate
 from vfl.errors import DataError
 
 
@@ -62,6 +62,7 @@ class _Entry:
     by_hand: str  # what a user can place in the folder instead of fetching
     options: tuple[str, ...] = ()
     settings: tuple[str, ...] = ()  # the [data] keys passed on as options (load_configured)
+    one_file: bool = False  # the loader also takes its one data file, under any name
 
     def present(self, folder: Path) -> bool:
         return all(any((folder / name).is_file() for name in names) for names in self.files)
@@ -125,8 +126,9 @@ _ENTRIES = {
             fetcher=sources.fetch_default_credit,
             files=((CREDIT_FILE,),),
             by_hand=f"a CSV in the UCI CSV layout named {CREDIT_FILE}",
-            options=("test_fraction", "seed"),
-            settings=("test_fraction",),
+            options=("test_fraction", "seed", "bad_numbers"),
+            settings=("test_fraction", "bad_numbers"),
+            one_file=True,
         ),
     )
 }
@@ -209,15 +211,18 @@ def load_dataset(name: str, *, root: Path | str | None = None, **options: Any) -
 
     Args:
         name: A registered name (see ``list_datasets``).
-        root: The folder to read instead of the cache folder ``data_dir() / name``.
-        **options: Loader options; only ``default-credit`` takes any (``test_fraction``, ``seed``).
+        root: The folder to read instead of the cache folder ``data_dir() / name``, or one of
+            the data set's files in it; ``default-credit`` also takes its CSV under any name.
+        **options: Loader options; only ``default-credit`` takes any (``test_fraction``,
+            ``seed``, ``bad_numbers``).
 
     Returns:
         The data set.
 
     Raises:
-        DataError: If the name or an option is unknown, or the data is not in the cache (the message
-            gives the command that fetches it).
+        DataError: If the name or an option is unknown, the data is not in the cache (the message
+            gives the command that fetches it), or ``root`` is neither the data set's folder nor
+            one of its files.
     """
     entry = _entry(name)
     unknown = sorted(set(options) - set(entry.options))
@@ -226,48 +231,32 @@ def load_dataset(name: str, *, root: Path | str | None = None, **options: Any) -
             f"data set {entry.name!r} takes no option(s) {unknown}; valid options:"
             f" {list(entry.options) or 'none'}"
         )
-    folder = Path(root) if root is not None else data_dir() / entry.name
+    if root is not None:
+        found = locate(
+            entry.name, Path(root), entry.files, by_hand=entry.by_hand, one_file=entry.one_file
+        )
+        return entry.loader(found, **options)
+    folder = data_dir() / entry.name
     if not entry.present(folder):
-        fetch = f"fetch it with `vfl data fetch {entry.name}`, or " if root is None else ""
         raise DataError(
-            f"data set {entry.name!r} is not in {folder}; {fetch}place {entry.by_hand} there"
+            f"data set {entry.name!r} is not in {folder}; fetch it with `vfl data fetch"
+            f" {entry.name}`, or place {entry.by_hand} there"
         )
     return entry.loader(folder, **options)
 
 
-TABLE = "table"
-"""The source name of a user's own CSV or Parquet file (not a registered, fetched data set)."""
-TABLE_SETTINGS = ("path", "label", "id_column", "test_path", "test_fraction")
-TABLE_SPLIT_SEED = 0
-"""A table's random test split does not depend on ``train.seed``: seeds vary training only."""
+def dataset_names() -> tuple[str, ...]:
+    """The registered names, in the order ``vfl data list`` shows them."""
+    return tuple(_ENTRIES)
 
 
-def load_configured(name: str, settings: Mapping[str, Any]) -> Dataset:
-    """Load ``name`` with the settings of a ``[data]`` table; each source reads only its own.
-
-    A registered data set reads ``path`` (a folder to use instead of the cache; empty for the
-    cache) and the settings its entry declares (``test_fraction`` for ``default-credit``);
-    ``table`` reads ``path``, ``label``, ``id_column``, ``test_path`` and ``test_fraction``.
+def settings_read(name: str) -> tuple[str, ...]:
+    """The ``[data]`` keys registered data set ``name`` reads: ``path`` and its own settings.
 
     Raises:
-        DataError: for an unknown name, missing files or a malformed table.
+        DataError: if the name is unknown.
     """
-    if name == TABLE:
-        values = {key: settings[key] for key in TABLE_SETTINGS}
-        return load_table(
-            Path(values["path"]),
-            label=values["label"],
-            id_column=values["id_column"] or None,
-            test_path=Path(values["test_path"]) if values["test_path"] else None,
-            test_fraction=values["test_fraction"],
-            seed=TABLE_SPLIT_SEED,
-        )
-    if name not in _ENTRIES:
-        valid = ", ".join([*_ENTRIES, TABLE])
-        raise DataError(f"unknown data set {name!r}; valid names: {valid} (your own file)")
-    entry = _ENTRIES[name]
-    folder = settings.get("path") or None
-    return load_dataset(name, root=folder, **{key: settings[key] for key in entry.settings})
+    return ("path", *_entry(name).settings)
 
 
 def _entry(name: str) -> _Entry:

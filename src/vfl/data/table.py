@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import csv
+from collections.abc import Collection, Hashable, Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from vfl.data.csv_layout import check_layout
 from vfl.data.dataset import Dataset
+from vfl.data.numbers import BadNumbers, clean_numbers
 from vfl.data.tabular import encode_table
 from vfl.errors import DataError
 
@@ -28,13 +31,15 @@ def load_table(
     seed: int = 0,
     categorical: Sequence[str] | None = None,
     name: str | None = None,
+    bad_numbers: BadNumbers = "error",
 ) -> Dataset:
     """Load a CSV (``.csv``, ``.csv.gz``) or Parquet (``.parquet``, ``.pq``) table.
 
     The test split is, in order of precedence: the rows of ``test_path``; the rows whose
     ``split_column`` is ``"test"`` (the others must be ``"train"``); or a stratified random
-    ``test_fraction`` of the rows drawn with ``seed`` (see ``stratified_split``). Features are
-    encoded with ``encode_table`` using train statistics only.
+    ``test_fraction`` of the rows drawn with ``seed`` (see ``stratified_split``). Either split
+    left empty is an error. Files are read with ``read_table``'s checks; features are encoded
+    with ``encode_table`` using train statistics only.
 
     Args:
         path: The table, or its training rows when ``test_path`` is given.
@@ -47,33 +52,39 @@ def load_table(
         seed: Seed of the random split.
         categorical: The categorical feature columns; inferred from the dtypes if ``None``.
         name: The data set's name; defaults to the file name without its suffix.
+        bad_numbers: What a cell that is not a number in a column of numbers is: ``"error"``
+            or ``"missing"`` (see ``vfl.data.numbers``).
 
     Returns:
         The data set.
 
     Raises:
-        DataError: On an unknown file type, a missing label, id or split column, duplicate or
-            missing ids, or invalid split markers.
+        DataError: On an unknown file type, a malformed file (see ``read_table``), a missing
+            label, id or split column, duplicate or missing ids, invalid split markers, or an
+            empty split.
     """
     path = Path(path)
-    frame = read_table(path)
+    skip = [c for c in (id_column, split_column, *(categorical or ())) if c is not None]
+    frame = read_table(path, bad_numbers=bad_numbers, skip=skip)
     _require_columns(frame, path, label, id_column, split_column)
+    require_rows(path, frame, "the table")
     ids = sample_ids(frame, id_column, path)
     if test_path is not None:
         test_path = Path(test_path)
-        test = read_table(test_path)
+        test = read_table(test_path, bad_numbers=bad_numbers, skip=skip)
         _require_columns(test, test_path, label, id_column, None)
+        require_rows(test_path, test, "the test table")
         train, train_ids, test_ids = frame, ids, sample_ids(test, id_column, test_path)
     else:
-        if split_column is not None:
-            is_test = _test_marks(frame, split_column, path)
-        else:
-            _, test_rows = stratified_split(
-                frame[label].to_numpy(), test_fraction=test_fraction, seed=seed
-            )
-            is_test = np.isin(np.arange(len(frame)), test_rows)
-        train, test = frame[~is_test], frame[is_test]
-        train_ids, test_ids = ids[~is_test], ids[is_test]
+        train, test, train_ids, test_ids = _split(
+            frame,
+            ids,
+            path,
+            label=label,
+            split_column=split_column,
+            fraction=test_fraction,
+            seed=seed,
+        )
     not_features = [c for c in (id_column, split_column) if c is not None]
     encoded = encode_table(
         train.drop(columns=not_features, errors="ignore"),
@@ -85,18 +96,36 @@ def load_table(
     return encoded.to_dataset(dataset_name, train_ids=train_ids, test_ids=test_ids)
 
 
-def read_table(path: Path) -> pd.DataFrame:
-    """Read a CSV or Parquet file into a frame indexed by row position.
+def read_table(
+    path: Path, *, bad_numbers: BadNumbers = "error", skip: Collection[Hashable] = ()
+) -> pd.DataFrame:
+    """Read a CSV or Parquet file into a frame indexed by row position, refusing what is wrong.
+
+    A CSV file must have a header of distinct names and as many fields on every row
+    (``vfl.data.csv_layout``). Every column but ``skip`` (ids, declared categories) is checked
+    for cells that are not numbers in a column of numbers (``vfl.data.numbers``): an error
+    naming the file, column, line and value, or missing values with ``bad_numbers="missing"``.
 
     Raises:
-        DataError: If the suffix is not one of ``TABLE_SUFFIXES`` or the file cannot be read.
+        DataError: If the suffix is not one of ``TABLE_SUFFIXES``, the file cannot be read, or
+            it fails one of the checks above.
     """
     suffix = _suffix(path)
+    lines = None
     try:
-        frame = pd.read_csv(path) if suffix in (".csv", ".csv.gz") else pd.read_parquet(path)
-    except (OSError, ValueError) as error:
+        if suffix in (".csv", ".csv.gz"):
+            lines = check_layout(path)
+            frame = pd.read_csv(path)
+        else:
+            frame = pd.read_parquet(path)
+    except DataError:
+        raise
+    except (OSError, ValueError, csv.Error) as error:
         raise DataError(f"cannot read table {path}: {error}") from error
-    return frame.reset_index(drop=True)
+    frame = frame.reset_index(drop=True)
+    if lines is not None and len(lines) != len(frame):
+        lines = None  # a layout pandas reads otherwise: name rows only
+    return clean_numbers(frame, str(path), bad_numbers=bad_numbers, skip=skip, lines=lines)
 
 
 def stratified_split(
@@ -129,6 +158,57 @@ def stratified_split(
     test_rows = np.sort(np.concatenate([np.zeros(0, dtype=np.int64), *test_parts])).astype(np.int64)
     train_rows = np.setdiff1d(np.arange(len(codes), dtype=np.int64), test_rows)
     return train_rows, test_rows
+
+
+def _split(
+    frame: pd.DataFrame,
+    ids: npt.NDArray[np.generic],
+    path: Path,
+    *,
+    label: str,
+    split_column: str | None,
+    fraction: float,
+    seed: int,
+) -> tuple[pd.DataFrame, pd.DataFrame, npt.NDArray[np.generic], npt.NDArray[np.generic]]:
+    """Train and test rows and ids: by the split column's marks, or a stratified random split."""
+    if split_column is not None:
+        is_test = _test_marks(frame, split_column, path)
+    else:
+        _, test_rows = stratified_split(frame[label].to_numpy(), test_fraction=fraction, seed=seed)
+        is_test = np.isin(np.arange(len(frame)), test_rows)
+    for split, rows in (("train", ~is_test), ("test", is_test)):
+        if not rows.any():
+            why = f"; no row of column {split_column!r} says {split!r}" if split_column else ""
+            require_rows(
+                path, frame[rows], f"the {split} split", why or split_shares(frame[label], fraction)
+            )
+    return frame[~is_test], frame[is_test], ids[~is_test], ids[is_test]
+
+
+def split_shares(labels: pd.Series, test_fraction: float) -> str:
+    """Why a random split of ``labels`` leaves its test split empty, and what would not.
+
+    Example:
+        ``"; test_fraction 0.2 puts round(0.2 x rows) of each class in test, keeping one in
+        train: label 'no' 2 rows -> 0, 'yes' 2 rows -> 0; use more rows, a larger
+        test_fraction, or a separate test table (test_path)"``
+    """
+    counts = labels.value_counts(dropna=False).sort_index()
+    shares = ", ".join(
+        f"{value!r} {n} rows -> {min(round(test_fraction * n), n - 1)}"
+        for value, n in counts.items()
+    )
+    return (
+        f"; test_fraction {test_fraction} puts round({test_fraction} x rows) of each class in"
+        f" test, keeping one in train: label {shares}; use more rows, a larger test_fraction, or"
+        " a separate test table (test_path)"
+    )
+
+
+def require_rows(path: Path, frame: pd.DataFrame, what: str, why: str = "") -> None:
+    """Raise ``DataError`` if ``frame`` (``what`` of ``path``, e.g. "the test split") is empty."""
+    if len(frame) == 0:
+        raise DataError(f"{path}: {what} has no rows{why}")
 
 
 def _suffix(path: Path) -> str:

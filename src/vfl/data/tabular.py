@@ -23,6 +23,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from vfl.data.dataset import Dataset, Split
+from vfl.data.numbers import is_numeric
 from vfl.errors import DataError
 
 MISSING = "missing"
@@ -106,7 +107,10 @@ def encode_table(
         test: The test rows, with the same columns as ``train``.
         label: The label column.
         categorical: The categorical feature columns; every other feature column is numeric. If
-            ``None``, columns of object, string, category or bool dtype are categorical.
+            ``None``, columns of object, string, category or bool dtype are categorical, so a
+            column of numbers with one stray word in it would be: read files with
+            ``vfl.data.table.read_table``, or check frames with
+            ``vfl.data.numbers.clean_numbers``, first.
         classes: The label values in class-index order; by default the sorted distinct train values.
         positive_label: For binary tasks, the label value that becomes the last class (class 1); the
             others keep sorted order. Cannot be combined with ``classes``.
@@ -169,7 +173,7 @@ def _categorical_columns(
     label: str,
 ) -> set[Hashable]:
     if categorical is None:
-        return {column for column in features if not _is_numeric(train[column])}
+        return {column for column in features if not is_numeric(train[column])}
     if label in categorical:
         raise DataError(f"the label column {label!r} cannot also be a categorical feature column")
     unknown = [name for name in categorical if name not in features]
@@ -179,11 +183,6 @@ def _categorical_columns(
             f" {[str(c) for c in features]}"
         )
     return set(categorical)
-
-
-def _is_numeric(series: pd.Series) -> bool:
-    dtype = series.dtype
-    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
 
 
 def _one_hot(column: Hashable, train: pd.Series, test: pd.Series) -> _Block:
@@ -236,13 +235,16 @@ def _standardize(column: Hashable, train: pd.Series, test: pd.Series) -> _Block:
 
 def _numeric_values(column: Hashable, series: pd.Series, split_name: str) -> _Matrix:
     """The values of a numeric column as float64, NaN where missing."""
-    if not _is_numeric(series):
+    if not is_numeric(series):
         try:
             series = pd.to_numeric(series)
         except (ValueError, TypeError) as error:
+            parsed = pd.to_numeric(series.astype("string").str.strip(), errors="coerce")
+            first = int(np.flatnonzero((series.notna() & parsed.isna()).to_numpy(dtype=bool))[0])
             raise DataError(
-                f"numeric column {column!r} of the {split_name} table has a non-numeric value"
-                f" ({error}); list it as categorical or clean the value"
+                f"numeric column {column!r} of the {split_name} table holds"
+                f" {series.iloc[first]!r} at row {series.index[first]}, which is not a number;"
+                " list the column as categorical, or fix the value"
             ) from error
     values = series.to_numpy(dtype=np.float64, na_value=np.nan)
     infinite = np.flatnonzero(np.isinf(values))

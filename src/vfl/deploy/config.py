@@ -12,7 +12,7 @@ import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from vfl.config import DataConfig, RunConfig
 from vfl.config.fields import NonEmpty, Range, Satisfies
@@ -148,6 +148,9 @@ class PartyDataConfig(Section):
         id_column: The column of sample IDs matched against the other holders by PSI.
         columns: The feature columns; empty for every column except ``id_column``.
         categorical: Columns to one-hot encode; empty to infer them from the column types.
+        bad_numbers: What a cell that is not a number is in a column whose filled cells are at
+            least 95 % numbers: ``error`` stops naming the file, column, line and value;
+            ``missing`` reads it as a missing value (``vfl.data.numbers``).
     """
 
     train: Annotated[str, NonEmpty("name the party's training table")] = ""
@@ -155,6 +158,7 @@ class PartyDataConfig(Section):
     id_column: Annotated[str, NonEmpty("name the ID column that PSI aligns on")] = ""
     columns: tuple[str, ...] = ()
     categorical: tuple[str, ...] = ()
+    bad_numbers: Literal["error", "missing"] = "error"
 
 
 @rule(PartyDataConfig)

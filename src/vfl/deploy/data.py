@@ -63,7 +63,8 @@ def load_party_tables(config: PartyDataConfig) -> dict[int, HolderSplit]:
     """
     tables = {}
     for split, path in ((SPLIT_TRAIN, config.train), (SPLIT_TEST, config.test)):
-        frame = read_table(Path(path))
+        skip = (config.id_column, *config.categorical)
+        frame = read_table(Path(path), bad_numbers=config.bad_numbers, skip=skip)
         wanted = list(config.columns) or [c for c in frame.columns if c != config.id_column]
         _require(frame, Path(path), [config.id_column, *wanted])
         ids = sample_ids(frame, config.id_column, Path(path))
@@ -107,7 +108,7 @@ def load_labels(config: DataConfig) -> LabelTables:
     """
     splits = {}
     for split, path in ((SPLIT_TRAIN, config.path), (SPLIT_TEST, config.test_path)):
-        frame = read_table(Path(path))
+        frame = read_table(Path(path), bad_numbers=config.bad_numbers, skip=(config.id_column,))
         _require(frame, Path(path), [config.id_column, config.label])
         ids = sample_ids(frame, config.id_column, Path(path))
         splits[split] = HolderSplit(ids, frame[[config.label]].reset_index(drop=True))

@@ -19,7 +19,9 @@ def register(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         "--workers", type=int, metavar="N", help="parallel worker processes (default: the file's)"
     )
     sweep.add_argument(
-        "--dry-run", action="store_true", help="list the runs and whether each is done/partial/new"
+        "--dry-run",
+        action="store_true",
+        help="show what happens to each run folder (keep, resume, extend, move aside, create)",
     )
     sweep.set_defaults(handler=_sweep)
 

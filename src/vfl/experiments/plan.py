@@ -19,12 +19,14 @@ import tomli_w
 from vfl.config import RunConfig, load_config
 from vfl.config.io import from_mapping, read_toml, to_toml
 from vfl.errors import ConfigError
-from vfl.experiments.files import CHECKPOINT, CONFIG, METRICS, SUMMARY, read_metrics
+from vfl.experiments.files import CHECKPOINT, CONFIG, ERROR, METRICS, SUMMARY, read_metrics
 from vfl.experiments.spec import SEED_KEY, Overrides, SweepSpec
 
-RunState = Literal["done", "partial", "new"]
-"""``done``: finished with the same config; ``partial``: a checkpoint to resume; ``new``."""
-STATES: tuple[RunState, ...] = ("done", "partial", "new")
+RunState = Literal["done", "partial", "superseded", "new"]
+"""``done``: finished with the same config; ``partial``: a checkpoint to continue;
+``superseded``: the folder holds anything else (another config's run, files that are no run);
+``new``: no folder, or one holding only the ``error.txt`` of a failed start."""
+STATES: tuple[RunState, ...] = ("done", "partial", "superseded", "new")
 
 IGNORED_SECTIONS = ("output",)
 """Config tables that do not change a run's results, so they never force a re-run."""
@@ -101,20 +103,23 @@ def plan(spec: SweepSpec) -> tuple[PlannedRun, ...]:
 
 
 def run_state(run_dir: Path, config: RunConfig) -> RunState:
-    """Whether ``run_dir`` holds this run finished, resumable, or neither.
+    """Whether ``run_dir`` holds this run finished, resumable, something else, or nothing.
 
     ``done``: ``summary.json`` exists and the saved ``config.toml`` equals ``config`` (the
     ``[output]`` table aside; keys the saved file lacks count as their defaults). ``partial``:
     a checkpoint exists, the saved config differs at most in ``train.epochs``, and no more epochs
-    were recorded than ``config`` asks for (so a longer sweep extends finished runs). ``new``:
-    anything else.
+    were recorded than ``config`` asks for (so a longer sweep extends finished runs).
+    ``superseded``: the folder holds anything else. ``new``: there is no folder, or it holds
+    nothing but the ``error.txt`` of a run that failed before it wrote anything.
     """
+    if not run_dir.exists() or _holds_only_an_error(run_dir):
+        return "new"
     try:
         # Re-read through today's loader, so keys added to the config since the run (with their
         # defaults) do not make a finished run look different.
         saved_config = from_mapping(RunConfig, read_toml(run_dir / CONFIG))
     except ConfigError:
-        return "new"
+        return "superseded"
     saved = _comparable(tomllib.loads(to_toml(saved_config)))
     wanted = _comparable(tomllib.loads(to_toml(config)))
     if saved == wanted and (run_dir / SUMMARY).exists():
@@ -122,9 +127,9 @@ def run_state(run_dir: Path, config: RunConfig) -> RunState:
     resumable = (run_dir / CHECKPOINT).exists() and _without_epochs(saved) == _without_epochs(
         wanted
     )
-    if resumable and _recorded_epochs(run_dir) <= config.train.epochs:
+    if resumable and recorded_epochs(run_dir) <= config.train.epochs:
         return "partial"
-    return "new"
+    return "superseded"
 
 
 def toml_value(value: Any) -> str:
@@ -163,7 +168,12 @@ def _check_unique(settings: list[Setting], custom_label: bool) -> None:
             )
 
 
-def _recorded_epochs(run_dir: Path) -> float:
+def _holds_only_an_error(run_dir: Path) -> bool:
+    return run_dir.is_dir() and {path.name for path in run_dir.iterdir()} <= {ERROR}
+
+
+def recorded_epochs(run_dir: Path) -> float:
+    """The last epoch ``metrics.jsonl`` records (0 without one; infinite if it is cut short)."""
     if not (run_dir / METRICS).exists():
         return 0
     try:

@@ -1,7 +1,8 @@
 """Run a sweep: skip finished runs, resume partial ones, run the rest in worker processes.
 
-``run_sweep`` validates every run's config first, writes ``sweep.json``, runs what is left
-(in this process with one worker, else in a ``spawn`` process pool with
+``run_sweep`` validates every run's config first, writes ``sweep.json``, moves aside every
+folder that holds another run (``vfl.experiments.folders``: nothing finished is deleted), runs
+what is left (in this process with one worker, else in a ``spawn`` process pool with
 ``torch.set_num_threads(max(1, cores // workers))`` in each worker), then writes the reports.
 A failing run leaves its traceback in ``error.txt`` and does not stop the others.
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import shutil
 import sys
 import time
 import traceback
@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import TextIO
 
 from vfl.config import RunConfig
-from vfl.experiments.files import ERROR, SUMMARY, Manifest, SettingEntry, write_manifest
-from vfl.experiments.plan import STATES, PlannedRun, RunState, plan, run_state
+from vfl.experiments.files import ERROR, Manifest, SettingEntry, write_manifest
+from vfl.experiments.folders import VERBS, FolderAction, plan_folders
+from vfl.experiments.plan import PlannedRun, RunState, plan
 from vfl.experiments.report import write_sweep_report
 from vfl.experiments.spec import SweepSpec
 
@@ -56,15 +57,20 @@ class SweepResult:
 
     Attributes:
         folder: The sweep folder.
-        states: Each run's state before the sweep ran (``done`` runs were skipped).
+        actions: What happened (or, in a dry run, would happen) to each run's folder.
         outcomes: One outcome per run that ran, in order of completion.
         reports: The report files written (tables, CSVs, plots).
     """
 
     folder: Path
-    states: dict[str, RunState]
+    actions: dict[str, FolderAction]
     outcomes: tuple[RunOutcome, ...] = ()
     reports: tuple[Path, ...] = ()
+
+    @property
+    def states(self) -> dict[str, RunState]:
+        """Each run's state before the sweep ran (``done`` runs were skipped)."""
+        return {name: action.state for name, action in self.actions.items()}
 
     @property
     def failed(self) -> list[RunOutcome]:
@@ -80,7 +86,8 @@ def run_sweep(
     Args:
         spec: The validated sweep file.
         workers: Parallel worker processes (default: the sweep file's ``workers``).
-        dry_run: Only report each run's state (``done``, ``partial``, ``new``); run nothing.
+        dry_run: Only print what would happen to each run's folder (keep, resume, extend, move
+            aside to a named folder, create); run nothing and write nothing.
         log: Where the progress lines go.
 
     Raises:
@@ -88,22 +95,23 @@ def run_sweep(
     """
     runs = plan(spec)
     folder = spec.folder
-    states = {run.name: run_state(folder / run.name, run.config) for run in runs}
-    counts = ", ".join(f"{sum(s == k for s in states.values())} {k}" for k in STATES)
+    actions = plan_folders(folder, runs)
+    counts = ", ".join(f"{sum(a.verb == v for a in actions.values())} {v}" for v in VERBS)
     print(f"sweep {spec.name}: {len(runs)} runs ({counts}) in {folder}", file=log)
+    for action in actions.values():
+        if dry_run or action.verb in ("move", "extend"):
+            print(f"  {action.describe()}", file=log)
     if dry_run:
-        for run in runs:
-            print(f"  {states[run.name]:8} {run.name}", file=log)
-        return SweepResult(folder, states)
+        return SweepResult(folder, actions)
     write_manifest(folder, manifest_of(spec, runs))
-    pending = [run for run in runs if states[run.name] != "done"]
+    pending = [run for run in runs if actions[run.name].trains]
     workers = max(1, min(workers or spec.workers, len(pending)))
     threads = max(1, _cores() // workers) if workers > 1 else 0
-    tasks = [_prepare(folder / run.name, run, states[run.name], threads) for run in pending]
+    tasks = [_prepare(folder, run, actions[run.name], threads) for run in pending]
     outcomes = execute(tasks, workers=workers, on_done=_Progress(len(tasks), spec.metric, log))
     reports = write_sweep_report(folder)
     print(f"tables and plots in {folder}", file=log)
-    return SweepResult(folder, states, tuple(outcomes), tuple(reports))
+    return SweepResult(folder, actions, tuple(outcomes), tuple(reports))
 
 
 def manifest_of(spec: SweepSpec, runs: Sequence[PlannedRun]) -> Manifest:
@@ -170,12 +178,10 @@ def run_task(task: RunTask) -> RunOutcome:
     return RunOutcome(task.name, ok=True, seconds=time.perf_counter() - started, final=final)
 
 
-def _prepare(run_dir: Path, run: PlannedRun, state: RunState, threads: int) -> RunTask:
-    if state == "new" and run_dir.exists():
-        shutil.rmtree(run_dir)  # stale partial files of another config
-    for name in (SUMMARY, ERROR):
-        (run_dir / name).unlink(missing_ok=True)
-    return RunTask(run.name, run_dir, run.config, resume=state == "partial", threads=threads)
+def _prepare(folder: Path, run: PlannedRun, action: FolderAction, threads: int) -> RunTask:
+    action.apply(folder)
+    resume = action.state == "partial"
+    return RunTask(run.name, folder / run.name, run.config, resume=resume, threads=threads)
 
 
 def _collect(future: Future[RunOutcome], task: RunTask) -> RunOutcome:

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vfl.config import RunConfig
+from vfl.config import DataConfig, RunConfig
+from vfl.data.configured import load_configured
 from vfl.data.dataset import Dataset, Split
 from vfl.data.partition import Partition, make_partition
-from vfl.data.registry import load_configured
 from vfl.data.vertical import VerticalData, vertical_data
 from vfl.errors import ConfigError
 
@@ -21,7 +21,8 @@ SUBSAMPLE_SEED = 0
 def load_data(config: RunConfig) -> Dataset:
     """The data set a config names, subsampled and relabelled as configured."""
     data = config.data
-    dataset = load_configured(data.name, dataclasses.asdict(data))
+    defaults = dataclasses.asdict(DataConfig())
+    dataset = load_configured(data.name, dataclasses.asdict(data), defaults=defaults)
     dataset = subsample(dataset, data.max_train_samples, data.max_test_samples)
     return binarize(dataset, data.positive_classes) if data.positive_classes else dataset
 
