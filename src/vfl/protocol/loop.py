@@ -75,6 +75,8 @@ class LoopOptions:
         learning_rate: Per-round learning rate, or ``None`` to keep the optimizer's.
         privacy: The private-aggregation stage (VFL-PBM), or ``None``.
         compress_evaluation: Evaluation embeddings arrive through the embedding codec.
+        active_party: The party whose block includes the head (FedBCD's party K, in the server's
+            process), or 0.
     """
 
     steps: LocalSteps = field(default_factory=LocalSteps)
@@ -83,6 +85,7 @@ class LoopOptions:
     learning_rate: LearningRateSchedule | None = None
     privacy: ServerPrivacy | None = None
     compress_evaluation: bool = False
+    active_party: int = 0
 
 
 class ServerLoop:

@@ -16,6 +16,7 @@ from vfl.compress.pipeline import REFRESH
 from vfl.protocol.loop import ServerLoop
 from vfl.wire import (
     Ack,
+    ActiveBlockRequest,
     CompressedEmbedReply,
     CompressedGradRequest,
     EmbedReply,
@@ -26,7 +27,13 @@ from vfl.wire import (
 
 
 class SplitLearning(ServerLoop):
-    """The server-side loop with labels private to the server (parallel schedule)."""
+    """The server-side loop with labels private to the server (parallel schedule).
+
+    With an active party (``LoopOptions.active_party``, FedBCD's party K in the label holder's
+    process) the head belongs to that party's block: the server sends the passive parties their
+    gradients at the synchronization point, and the active party takes its block's exact Q steps
+    (its bottom and the head) on the passive parties' stale embeddings.
+    """
 
     name = "split"
 
@@ -35,9 +42,23 @@ class SplitLearning(ServerLoop):
         r = self.rounds
         replies = self.request_embeddings(ids, (EmbedReply, CompressedEmbedReply))
         embeddings = self.decode_embeddings(replies, len(ids))
-        loss, grads = self.server.train_step(ids, embeddings, self.options.steps)
+        active = self.options.active_party
+        if active:
+            loss, grads = self.server.sync_gradients(ids, embeddings)
+            del grads[active]
+        else:
+            loss, grads = self.server.train_step(ids, embeddings, self.options.steps)
         self.ask({p: self.gradient_message(r, p, g) for p, g in grads.items()}, Ack, "train")
+        if active:
+            self.active_block_steps(embeddings)
         return loss
+
+    def active_block_steps(self, embeddings: dict[int, torch.Tensor]) -> None:
+        """The active party's exact steps on the other parties' ``embeddings`` of this round."""
+        active = self.options.active_party
+        others = tuple(embeddings[p] for p in self.server.party_ids if p != active)
+        request = ActiveBlockRequest(round=self.rounds, others=others)
+        self.ask({active: request}, Ack, "train")
 
     def gradient_message(self, round_: int, party: int, grad: torch.Tensor) -> Message:
         """The d loss / d embedding message for one party (compressed with a gradient codec)."""
@@ -57,7 +78,9 @@ class SequentialSplitLearning(SplitLearning):
     embedding of S; then, party by party in id order, the server computes that party's
     d loss / d H from the freshest embeddings it holds, the party takes its Q steps, and re-sends
     its updated embedding of S (the paper's Exchange({k, K})), so later parties and the server
-    see its update; the server (party K, the label holder) takes its Q steps last.
+    see its update; the server (party K, the label holder) takes its Q steps last. With an active
+    party, party K's block is that party's bottom and the head: it takes its exact steps last, on
+    the freshest embeddings of the others.
     """
 
     name = "sequential"
@@ -67,12 +90,17 @@ class SequentialSplitLearning(SplitLearning):
         r = self.rounds
         replies = self.request_embeddings(ids, (EmbedReply, CompressedEmbedReply))
         view = self.decode_embeddings(replies, len(ids))
-        for party in self.server.party_ids:
+        active = self.options.active_party
+        for party in (p for p in self.server.party_ids if p != active):
             grad = self.server.input_gradients(ids, view)[party]
             self.ask({party: self.gradient_message(r, party, grad)}, Ack, "train")
             refreshed = self.ask(
                 {party: RefreshRequest(round=r)}, (EmbedReply, CompressedEmbedReply), "train"
             )
             view.update(self.decode_embeddings(refreshed, len(ids), REFRESH))
-        loss, _ = self.server.train_step(ids, view, self.options.steps)
+        if not active:
+            loss, _ = self.server.train_step(ids, view, self.options.steps)
+            return loss
+        loss = self.server.sync_gradients(ids, view)[0]  # the active block's first-step loss
+        self.active_block_steps(view)
         return loss

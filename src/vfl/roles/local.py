@@ -56,7 +56,7 @@ def snapshot(model: nn.Module) -> list[torch.Tensor]:
 
 def descend(
     model: nn.Module,
-    optimizer: torch.optim.Optimizer | None,
+    optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] | None,
     objectives: Sequence[Closure],
     *,
     proximal_mu: float = 0.0,
@@ -65,10 +65,17 @@ def descend(
     """Take one optimizer step per objective, adding the proximal gradient if asked.
 
     ``anchor`` is theta_sync; by default the parameters before the first of these steps. A
-    model without parameters has no ``optimizer``: its objectives are still back-propagated (to
-    reach the gradients of its inputs) but nothing is stepped.
+    model whose parts keep their own optimizers passes them all; a model without parameters has
+    no ``optimizer``: its objectives are still back-propagated (to reach the gradients of its
+    inputs) but nothing is stepped.
     """
     if optimizer is None:
+        optimizers: list[torch.optim.Optimizer] = []
+    elif isinstance(optimizer, torch.optim.Optimizer):
+        optimizers = [optimizer]
+    else:
+        optimizers = list(optimizer)
+    if not optimizers:
         for objective in objectives:
             torch.autograd.backward(*objective())
         return
@@ -77,13 +84,15 @@ def descend(
     elif anchor is None:
         anchor = snapshot(model)
     for objective in objectives:
-        optimizer.zero_grad(set_to_none=True)
+        for part in optimizers:
+            part.zero_grad(set_to_none=True)
         output, seed = objective()
         torch.autograd.backward(output, seed)
         for param, start in zip(model.parameters(), anchor, strict=False):
             if param.grad is not None:
                 param.grad.add_(param.detach() - start, alpha=proximal_mu)
-        optimizer.step()
+        for part in optimizers:
+            part.step()
 
 
 def gradient_steps(
@@ -155,6 +164,45 @@ def view_steps(
     head.requires_grad_(False)
     descend(model, optimizer, [objective] * steps.count, proximal_mu=steps.proximal_mu)
     return losses[-1]
+
+
+def block_steps(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    *,
+    head: nn.Module,
+    head_optimizer: torch.optim.Optimizer | None,
+    inputs: torch.Tensor,
+    view: Sequence[torch.Tensor | None],
+    labels: torch.Tensor,
+    task: Task,
+    steps: LocalSteps,
+) -> float:
+    """Q exact steps of the label holder's block: its own bottom ``model`` and the ``head``.
+
+    FedBCD's party K holds the labels, a feature block and the top of the model; its Q local
+    steps are exact partial gradients at ``[stale others, its current block]`` (Liu et al.,
+    Algorithm 2; spec fedbcd-lvfl.md sections 1.1 and 1.4): every step recomputes its own
+    embedding with its current bottom, fuses it with the other parties' embeddings from the
+    round's exchange (``view``, ``None`` in its own place) in its current head, and descends the
+    real loss in both. The proximal term (``proximal_mu``) anchors both at the round's start.
+
+    Returns:
+        The loss of the first step (at the synchronization point).
+    """
+    losses: list[float] = []
+    block = nn.ModuleList([model, head])
+    optimizers = [opt for opt in (optimizer, head_optimizer) if opt is not None]
+
+    def objective() -> tuple[torch.Tensor, None]:
+        own = model(inputs)
+        embeddings = [own if other is None else other for other in view]
+        loss = task.loss(head(embeddings), labels)
+        losses.append(float(loss.detach()))
+        return loss, None
+
+    descend(block, optimizers, [objective] * steps.count, proximal_mu=steps.proximal_mu)
+    return losses[0]
 
 
 def _observer(callback: Callable[[torch.Tensor], None]) -> Callable[[torch.Tensor], None]:

@@ -21,12 +21,13 @@ from vfl.errors import DataError, ProtocolError, WireError
 from vfl.models.optim import LearningRateSchedule
 from vfl.privacy.secure_sum import PartySecureSum
 from vfl.prune.lightweight import Lightweighting
-from vfl.roles.local import LocalSteps, gradient_steps, view_steps
-from vfl.roles.shared import SharedLabels, decode_view, load_vector
+from vfl.roles.local import LocalSteps, block_steps, gradient_steps, view_steps
+from vfl.roles.shared import ActiveBlock, SharedLabels, decode_view, load_vector
 from vfl.wire import (
     SPLIT_TEST,
     SPLIT_TRAIN,
     Ack,
+    ActiveBlockRequest,
     CompressedEmbedReply,
     CompressedGradRequest,
     EmbedReply,
@@ -57,6 +58,8 @@ class PartyOptions:
         privacy: VFL-PBM: the mechanism and the secure-sum sessions, or ``None``.
         lightweight: LVFL: pruning schedule and per-round compute records, or ``None``.
         compress_evaluation: Send evaluation embeddings through ``uplink`` too.
+        active: For the active party (FedBCD's party K, in the label holder's process): the
+            head, its optimizer and the labels its exact local steps train with; ``None`` else.
     """
 
     steps: LocalSteps = field(default_factory=LocalSteps)
@@ -68,6 +71,7 @@ class PartyOptions:
     privacy: PartySecureSum | None = None
     lightweight: Lightweighting | None = None
     compress_evaluation: bool = False
+    active: ActiveBlock | None = None
 
 
 class Party:
@@ -117,6 +121,8 @@ class Party:
             return self._apply_grad(message)
         if isinstance(message, ViewBroadcast):
             return self._apply_view(message)
+        if isinstance(message, ActiveBlockRequest):
+            return self._active_steps(message)
         if isinstance(message, RefreshRequest):
             return self._refresh(message)
         if isinstance(message, SecAggSetup | PublicKeyDirectory):
@@ -247,6 +253,26 @@ class Party:
                 f"party {self.party_id}: gradient for round {request.round} holds non-finite values"
             )
         return grad
+
+    def _active_steps(self, request: ActiveBlockRequest) -> Ack:
+        active = self.options.active
+        if active is None:
+            raise ProtocolError(f"party {self.party_id} is not the active party")
+        pending = self._take_pending(request)
+        started = time.perf_counter()
+        block_steps(
+            self.model,
+            self.optimizer,
+            head=active.head,
+            head_optimizer=active.head_optimizer,
+            inputs=self.features[SPLIT_TRAIN][pending.ids],
+            view=active.view(request.others),
+            labels=active.labels[pending.ids],
+            task=active.task,
+            steps=self.options.steps,
+        )
+        self._record_compute(pending, time.perf_counter() - started)
+        return Ack(round=request.round)
 
     def _apply_view(self, broadcast: ViewBroadcast) -> Ack:
         shared = self.options.shared

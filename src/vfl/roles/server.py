@@ -126,12 +126,25 @@ class Server:
         self, ids: torch.Tensor, embeddings: Mapping[int, torch.Tensor]
     ) -> dict[int, torch.Tensor]:
         """D loss / d embedding for every party at the current head, without a head step."""
+        return self.sync_gradients(ids, embeddings)[1]
+
+    def sync_gradients(
+        self, ids: torch.Tensor, embeddings: Mapping[int, torch.Tensor]
+    ) -> tuple[float, dict[int, torch.Tensor]]:
+        """The loss and d loss / d embedding at the current head, without a head step.
+
+        Raises:
+            TrainingDiverged: if the loss is not finite (before any gradient leaves the server).
+        """
         inputs = [e.detach().requires_grad_(True) for e in self._ordered(embeddings, len(ids))]
         if not self.head.training:
             self.head.train()
         loss = self.task.loss(self.head(inputs), self.labels[SPLIT_TRAIN][ids])
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            raise TrainingDiverged(f"the training loss is {value}: {DIVERGED_HINT}")
         grads = torch.autograd.grad(loss, inputs)
-        return dict(zip(self.party_ids, grads, strict=True))
+        return value, dict(zip(self.party_ids, grads, strict=True))
 
     def parameter_vector(self) -> torch.Tensor:
         """The head's parameters as one flat vector (what C_0 compresses); empty without any."""

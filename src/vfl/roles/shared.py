@@ -1,8 +1,12 @@
-"""What a party holds when labels are shared (C-VFL Algorithm 1): labels, a head replica, views.
+"""What a party holds beyond its own features when it also sees labels.
 
-Every round the server broadcasts every party's stale compressed embedding and the compressed
+With shared labels (C-VFL Algorithm 1) every party holds the labels and a replica of the head:
+every round the server broadcasts every party's stale compressed embedding and the compressed
 server model; a party decodes the others' embeddings (``decode_view``) and loads the server model
 into its replica (``load_vector``), then takes its local steps against that stale view.
+
+The active party (FedBCD's party K) lives with the label holder: its block is its own bottom and
+the head itself (``ActiveBlock``), and its local steps are exact at the others' stale embeddings.
 """
 
 from __future__ import annotations
@@ -37,6 +41,33 @@ class SharedLabels:
     widths: dict[int, int]
     embeddings: TensorCodec
     server_model: TensorCodec
+
+
+@dataclass
+class ActiveBlock:
+    """The label holder's share of the active party's block (FedBCD's party K).
+
+    Attributes:
+        head: The server's head itself (the same module: the active party lives in the server's
+            process), trained jointly with the party's bottom.
+        head_optimizer: The head's optimizer (``None`` for a head without parameters).
+        labels: The training labels, ``(N,)``.
+        task: The task (loss).
+        position: This party's index among all parties, in party order (its slot in the head's
+            input list).
+    """
+
+    head: nn.Module
+    head_optimizer: torch.optim.Optimizer | None
+    labels: torch.Tensor
+    task: Task
+    position: int
+
+    def view(self, others: tuple[torch.Tensor, ...]) -> list[torch.Tensor | None]:
+        """The head's inputs with ``None`` in this party's slot."""
+        inputs: list[torch.Tensor | None] = list(others)
+        inputs.insert(self.position, None)
+        return inputs
 
 
 def decode_view(

@@ -30,7 +30,7 @@ from vfl.protocol.registry import make_loop
 from vfl.results.metrics import Task
 from vfl.roles.party import Party, PartyOptions
 from vfl.roles.server import Server
-from vfl.roles.shared import SharedLabels
+from vfl.roles.shared import ActiveBlock, SharedLabels
 from vfl.run import stages
 from vfl.run.models import ConfigModels, ModelSource, embedding_width
 from vfl.run.session import LocalParties, Session
@@ -224,8 +224,25 @@ def build_session(blueprint: Blueprint | RunConfig, data: VerticalData) -> Sessi
         test_labels=data.test_labels,
         widths=widths,
     )
+    if config.protocol.active_party:
+        attach_active_party(parties[config.protocol.active_party - 1], server)
     loop = build_loop(blueprint, server, local_transport(config, parties))
     return Session(loop, LocalParties(parties))
+
+
+def attach_active_party(party: Party, server: Server) -> None:
+    """Give the active party (FedBCD's party K, in the server's process) its share of the block.
+
+    Its exact local steps train its bottom together with the server's own head, so it holds the
+    very same head module, its optimizer and the labels.
+    """
+    party.options.active = ActiveBlock(
+        head=server.head,
+        head_optimizer=server.optimizer,
+        labels=server.labels[SPLIT_TRAIN],
+        task=server.task,
+        position=server.party_ids.index(party.party_id),
+    )
 
 
 def _centralized(blueprint: Blueprint, data: VerticalData) -> Session[LocalParties]:

@@ -246,6 +246,7 @@ def loop_options(
         learning_rate=learning_rate(config, num_train),
         privacy=privacy,
         compress_evaluation=compress_evaluation(config, deployed=deployed),
+        active_party=config.protocol.active_party,
     )
 
 

@@ -201,6 +201,23 @@ class RefreshRequest(Message):
     REPLIES: ClassVar[tuple[type[Message], ...]] = (EmbedReply, CompressedEmbedReply)
 
 
+@register(kind=14)
+@dataclass(frozen=True)
+class ActiveBlockRequest(Message):
+    """Label holder to the active party (FedBCD's party K): take your block's Q local steps.
+
+    The active party lives in the label holder's process (this message is never encoded); its
+    steps are exact at the stale embeddings of every other party.
+
+    Attributes:
+        others: The other parties' embeddings of the round's batch as the label holder received
+            them, ``(B, P_q)`` each, in party order (the active party's own left out).
+    """
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (Ack,)
+    others: tuple[torch.Tensor, ...]
+
+
 @register(kind=20)
 @dataclass(frozen=True)
 class SecAggSetup(Message):
