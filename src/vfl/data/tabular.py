@@ -15,7 +15,7 @@ encoding:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,13 +23,11 @@ import numpy.typing as npt
 import pandas as pd
 
 from vfl.data.dataset import Dataset, Split
+from vfl.data.encoding import MIN_STD, MISSING, TableEncoder, fit_encoder, sorted_values
 from vfl.data.numbers import is_numeric
 from vfl.errors import DataError
 
-MISSING = "missing"
-MIN_STD = 10 * float(np.finfo(np.float64).eps)  # smaller deviations are round-off: treat as 0
-
-_Matrix = npt.NDArray[np.float64]
+__all__ = ["MIN_STD", "MISSING", "EncodedTable", "encode_table"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +43,7 @@ class EncodedTable:
             indicator columns, ``"col"`` for numeric columns).
         column_sources: The original column each encoded column came from.
         classes: The class names (the label values as strings), in class-index order.
+        encoder: The fitted encoding of the feature columns (each holder keeps its share).
     """
 
     train_features: npt.NDArray[np.float32]
@@ -54,6 +53,7 @@ class EncodedTable:
     columns: tuple[str, ...]
     column_sources: tuple[str, ...]
     classes: tuple[str, ...]
+    encoder: TableEncoder
 
     def to_dataset(
         self,
@@ -82,13 +82,6 @@ class EncodedTable:
             columns=self.columns,
             column_sources=self.column_sources,
         )
-
-
-@dataclass(frozen=True)
-class _Block:
-    train: _Matrix  # (N, k)
-    test: _Matrix  # (M, k)
-    names: list[str]
 
 
 def encode_table(
@@ -124,25 +117,17 @@ def encode_table(
     """
     features = _feature_columns(train, test, label)
     categorical_set = _categorical_columns(train, features, categorical, label)
-    blocks = [
-        _one_hot(column, train[column], test[column])
-        if column in categorical_set
-        else _standardize(column, train[column], test[column])
-        for column in features
-    ]
+    encoder = fit_encoder(train, test, features, categorical_set)
     order = _label_order(train[label], label, classes, positive_label)
-    names = [name for block in blocks for name in block.names]
-    sources = [
-        str(column) for column, block in zip(features, blocks, strict=True) for _ in block.names
-    ]
     return EncodedTable(
-        train_features=_stack([block.train for block in blocks], len(train)),
+        train_features=encoder.transform(train, where="the train table"),
         train_labels=_label_indices(train[label], order, label, "train"),
-        test_features=_stack([block.test for block in blocks], len(test)),
+        test_features=encoder.transform(test, where="the test table"),
         test_labels=_label_indices(test[label], order, label, "test"),
-        columns=tuple(names),
-        column_sources=tuple(sources),
+        columns=encoder.names,
+        column_sources=encoder.sources,
         classes=tuple(str(value) for value in order),
+        encoder=encoder,
     )
 
 
@@ -185,84 +170,6 @@ def _categorical_columns(
     return set(categorical)
 
 
-def _one_hot(column: Hashable, train: pd.Series, test: pd.Series) -> _Block:
-    train_keys, test_keys = _category_keys(train), _category_keys(test)
-    present = set(train_keys)
-    categories = _sorted(present - {MISSING})
-    if MISSING in present:
-        categories.append(MISSING)
-    index = {value: position for position, value in enumerate(categories)}
-    return _Block(
-        train=_indicator_matrix(train_keys, index),
-        test=_indicator_matrix(test_keys, index),
-        names=[f"{column}={value}" for value in categories],
-    )
-
-
-def _category_keys(series: pd.Series) -> list[Hashable]:
-    """The values of ``series`` with missing entries replaced by ``MISSING``."""
-    missing = series.isna().to_numpy()
-    values = series.tolist()
-    return [MISSING if gone else value for value, gone in zip(values, missing, strict=True)]
-
-
-def _indicator_matrix(keys: list[Hashable], index: dict[Hashable, int]) -> _Matrix:
-    codes = np.array([index.get(key, -1) for key in keys], dtype=np.int64)
-    out = np.zeros((len(keys), len(index)), dtype=np.float64)
-    rows = np.flatnonzero(codes >= 0)
-    out[rows, codes[rows]] = 1.0
-    return out
-
-
-def _standardize(column: Hashable, train: pd.Series, test: pd.Series) -> _Block:
-    train_values = _numeric_values(column, train, "train")
-    test_values = _numeric_values(column, test, "test")
-    train_missing, test_missing = np.isnan(train_values), np.isnan(test_values)
-    observed = train_values[~train_missing]
-    mean = float(observed.mean()) if observed.size else 0.0
-    std = float(observed.std()) if observed.size else 0.0
-    scale = std if std > MIN_STD else 1.0
-    train_z = (np.where(train_missing, mean, train_values) - mean) / scale
-    test_z = (np.where(test_missing, mean, test_values) - mean) / scale
-    if not (train_missing.any() or test_missing.any()):
-        return _Block(train=train_z[:, None], test=test_z[:, None], names=[str(column)])
-    return _Block(
-        train=np.column_stack([train_z, train_missing]).astype(np.float64),
-        test=np.column_stack([test_z, test_missing]).astype(np.float64),
-        names=[str(column), f"{column}={MISSING}"],
-    )
-
-
-def _numeric_values(column: Hashable, series: pd.Series, split_name: str) -> _Matrix:
-    """The values of a numeric column as float64, NaN where missing."""
-    if not is_numeric(series):
-        try:
-            series = pd.to_numeric(series)
-        except (ValueError, TypeError) as error:
-            parsed = pd.to_numeric(series.astype("string").str.strip(), errors="coerce")
-            first = int(np.flatnonzero((series.notna() & parsed.isna()).to_numpy(dtype=bool))[0])
-            raise DataError(
-                f"numeric column {column!r} of the {split_name} table holds"
-                f" {series.iloc[first]!r} at row {series.index[first]}, which is not a number;"
-                " list the column as categorical, or fix the value"
-            ) from error
-    values = series.to_numpy(dtype=np.float64, na_value=np.nan)
-    infinite = np.flatnonzero(np.isinf(values))
-    if infinite.size:
-        row = series.index[infinite[0]]
-        raise DataError(
-            f"numeric column {column!r} of the {split_name} table is infinite at row {row};"
-            " values must be finite or missing"
-        )
-    return values
-
-
-def _stack(matrices: list[_Matrix], num_rows: int) -> npt.NDArray[np.float32]:
-    if not matrices:
-        return np.zeros((num_rows, 0), dtype=np.float32)
-    return np.concatenate(matrices, axis=1).astype(np.float32)  # (num_rows, D)
-
-
 def _label_order(
     train: pd.Series,
     label: str,
@@ -274,7 +181,7 @@ def _label_order(
     if classes is not None and positive_label is not None:
         raise DataError("give either classes or positive_label, not both")
     if classes is not None:
-        unknown = _sorted(seen - set(classes))
+        unknown = sorted_values(seen - set(classes))
         if unknown:
             raise DataError(
                 f"train labels {unknown} of column {label!r} are not among the classes"
@@ -282,13 +189,13 @@ def _label_order(
             )
         return list(classes)
     if positive_label is None:
-        return _sorted(seen)
+        return sorted_values(seen)
     if positive_label not in seen:
         raise DataError(
             f"positive_label {positive_label!r} does not occur in train column {label!r};"
-            f" its values are {_sorted(seen)}"
+            f" its values are {sorted_values(seen)}"
         )
-    return [*_sorted(seen - {positive_label}), positive_label]
+    return [*sorted_values(seen - {positive_label}), positive_label]
 
 
 def _label_indices(
@@ -315,12 +222,3 @@ def _check_no_missing_labels(series: pd.Series, label: str, split_name: str) -> 
             f"{split_name} row {series.index[missing[0]]} has no value in label column {label!r}"
             f" ({missing.size} rows lack a label); drop or fill these rows"
         )
-
-
-def _sorted(values: Iterable[Hashable]) -> list[Hashable]:
-    """Sort values naturally, or by their text when they are of mixed, unorderable types."""
-    values = list(values)
-    try:
-        return sorted(values)  # type: ignore[type-var]
-    except TypeError:
-        return sorted(values, key=str)
