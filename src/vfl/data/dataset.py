@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from vfl.data.encoding import TableEncoder
 from vfl.errors import DataError
 
 
@@ -52,6 +53,8 @@ class Dataset:
             are named ``"source=value"``); ``None`` for images.
         column_sources: For tables, the original column each encoded column came from, so that
             partitions can name original columns; ``None`` for images.
+        encoder: For tables, the fitted encoding of the raw columns (each holder keeps its share
+            to transform new rows alike); ``None`` for images and pre-encoded arrays.
     """
 
     name: str
@@ -60,6 +63,7 @@ class Dataset:
     classes: tuple[str, ...]
     columns: tuple[str, ...] | None = None
     column_sources: tuple[str, ...] | None = field(default=None)
+    encoder: TableEncoder | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.train.features.shape[1:] != self.test.features.shape[1:]:

@@ -81,6 +81,7 @@ class EncodedTable:
             classes=tuple(classes) if classes is not None else self.classes,
             columns=self.columns,
             column_sources=self.column_sources,
+            encoder=self.encoder,
         )
 
 
