@@ -50,7 +50,7 @@ def test_a_quantizer_on_unbounded_embeddings_warns_with_the_fix() -> None:
 
     # Execute / Assert
     with pytest.warns(UserWarning, match="output_activation = 'tanh'"):
-        Blueprint.from_config(config)
+        Blueprint.from_config(config).warn_of_risks()
 
 
 def test_a_fixed_range_on_bounded_embeddings_does_not_warn(
@@ -64,7 +64,7 @@ def test_a_fixed_range_on_bounded_embeddings_does_not_warn(
     ]
 
     # Execute
-    Blueprint.from_config(load_config(None, bounded))
+    Blueprint.from_config(load_config(None, bounded)).warn_of_risks()
 
     # Assert
     assert not [w for w in recwarn if issubclass(w.category, UserWarning)]

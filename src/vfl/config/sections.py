@@ -260,8 +260,11 @@ class OutputConfig(Section):
         dir: Parent directory of run directories.
         name: Run directory name; empty for ``<config stem>-<timestamp>``.
         progress: Show a progress bar.
+        bundle: At the end of training, export every role's model bundle into
+            ``RUN_DIR/bundle/`` (for ``vfl predict``, ``vfl serve`` and ``vfl.load_model``).
     """
 
     dir: str = "runs"
     name: str = ""
     progress: bool = True
+    bundle: bool = True

@@ -136,9 +136,27 @@ class TableEncoder:
         chosen = set(sources)
         return TableEncoder(tuple(c for c in self.columns if c.name in chosen))
 
+    def as_dict(self) -> dict[str, Any]:
+        """The fitted encoding as plain JSON values."""
+        return {"format": FORMAT, "columns": [_column_json(c) for c in self.columns]}
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> TableEncoder:
+        """Inverse of ``as_dict``.
+
+        Raises:
+            DataError: if ``raw`` is not a fitted table encoding.
+        """
+        try:
+            if raw.get("format") != FORMAT:
+                raise ValueError(f"format {raw.get('format')!r}, expected {FORMAT!r}")
+            return cls(tuple(_column_from_json(entry) for entry in raw["columns"]))
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise DataError(f"not a fitted table encoding: {error}") from None
+
     def to_json(self) -> str:
         """The fitted encoding as JSON text (no pickle)."""
-        return json.dumps({"format": FORMAT, "columns": [_column_json(c) for c in self.columns]})
+        return json.dumps(self.as_dict())
 
     @classmethod
     def from_json(cls, text: str) -> TableEncoder:
@@ -149,11 +167,9 @@ class TableEncoder:
         """
         try:
             raw = json.loads(text)
-            if raw.get("format") != FORMAT:
-                raise ValueError(f"format {raw.get('format')!r}, expected {FORMAT!r}")
-            return cls(tuple(_column_from_json(entry) for entry in raw["columns"]))
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
+        except ValueError as error:
             raise DataError(f"not a fitted table encoding: {error}") from None
+        return cls.from_dict(raw)
 
 
 def fit_encoder(

@@ -260,6 +260,7 @@ def _build(
                 f"party {party} aligned {counts} train/test rows but the server {expected}"
             )
     blueprint = Blueprint.from_config(config, deployed=True)
+    blueprint.warn_of_risks()
     server = build_server(
         blueprint,
         task=Task(len(labels.classes)),

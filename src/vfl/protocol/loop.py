@@ -186,16 +186,19 @@ class ServerLoop:
         return embeddings
 
     def evaluate(self, split: int) -> dict[str, float]:
-        """Loss and accuracy (plus F1 and AUC for binary tasks) on a whole split.
+        """Loss and accuracy (plus F1 and AUC for binary tasks) on a whole split."""
+        return evaluate_logits(self.server.task, self.logits(split), self.server.labels[split])
 
-        Evaluation embeddings travel as float32 or, with ``compress_evaluation``, through the
-        embedding codec (ledger phase ``eval`` either way).
+    def logits(self, split: int) -> torch.Tensor:
+        """The current model's logits for every row of ``split``, in row order.
+
+        Embeddings travel as float32 or, with ``compress_evaluation``, through the embedding
+        codec (ledger phase ``eval`` either way). Nothing is trained.
         """
-        labels = self.server.labels[split]
         logits = []
         compressed = self.options.compress_evaluation and self.options.links.embedding is not None
         expected = CompressedEmbedReply if compressed else EmbedReply
-        for ids in chunks(len(labels), self.eval_batch_size):
+        for ids in chunks(len(self.server.labels[split]), self.eval_batch_size):
             request = EvalRequest(round=self.rounds, ids=ids, split=split)
             replies = self.ask(dict.fromkeys(self.server.party_ids, request), expected, "eval")
             if compressed:
@@ -204,7 +207,7 @@ class ServerLoop:
             else:
                 embeddings = {p: m.embedding for p, m in replies.items()}  # type: ignore[attr-defined]
             logits.append(self.server.predict(embeddings, len(ids)))
-        return evaluate_logits(self.server.task, torch.cat(logits), labels)
+        return torch.cat(logits)
 
     def ask(
         self,

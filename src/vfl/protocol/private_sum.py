@@ -20,7 +20,6 @@ from vfl.protocol.base import RoundCallback
 from vfl.protocol.loop import LoopOptions
 from vfl.protocol.sampler import BatchSampler, chunks
 from vfl.protocol.split import SplitLearning
-from vfl.results.metrics import evaluate_logits
 from vfl.roles.server import Server
 from vfl.transport.base import Transport
 from vfl.wire import (
@@ -94,19 +93,23 @@ class PrivateSumTraining(SplitLearning):
         self.accountant.compose(self.event)
         return loss
 
-    def evaluate(self, split: int) -> dict[str, float]:
-        """Metrics from the exact sum of the parties' evaluation embeddings (securely summed)."""
+    def logits(self, split: int) -> torch.Tensor:
+        """Logits from the exact sum of the parties' embeddings (securely summed).
+
+        Evaluation and prediction add no noise: with secure aggregation the parties' fixed-point
+        embeddings are masked so that the server learns only their sum, and no PBM release is
+        made (the accountant's epsilon does not grow).
+        """
         if not self.secure_sum.secure:
-            return super().evaluate(split)
-        labels = self.server.labels[split]
+            return super().logits(split)
         width = next(iter(self.server.embedding_dims.values()))
         logits = []
-        for ids in chunks(len(labels), self.eval_batch_size):
+        for ids in chunks(len(self.server.labels[split]), self.eval_batch_size):
             request = EvalRequest(round=self.rounds, ids=ids, split=split)
             replies = self.ask(dict.fromkeys(self.server.party_ids, request), MaskedCounts, "eval")
             total = self.secure_sum.eval_sum(dict(replies), (len(ids), width))
             logits.append(self.server.predict_on_sum(total))
-        return evaluate_logits(self.server.task, torch.cat(logits), labels)
+        return torch.cat(logits)
 
     def privacy_spent(self) -> dict[str, float]:
         """Epsilon at the configured delta for what has been released so far."""

@@ -56,7 +56,8 @@ class Blueprint:
     models: ModelSource
     deployed: bool = False
 
-    def __post_init__(self) -> None:
+    def warn_of_risks(self) -> None:
+        """Warn (``UserWarning``) of allowed but risky settings before training with them."""
         for advice in stages.risky_settings(self.config):
             warnings.warn(advice, UserWarning, stacklevel=3)
 
@@ -190,6 +191,7 @@ def build_session(blueprint: Blueprint | RunConfig, data: VerticalData) -> Sessi
     """
     if isinstance(blueprint, RunConfig):
         blueprint = Blueprint.from_config(blueprint)
+    blueprint.warn_of_risks()
     config = blueprint.config
     if config.protocol.mode == "centralized":
         return _centralized(blueprint, data)

@@ -21,6 +21,7 @@ from vfl.results.compute import summarize_compute, write_compute_csv
 from vfl.results.costs import RoundShape, paper_accounting, time_to_reach
 from vfl.results.files import COMPUTE, CONFIG, METRICS, PARTITION, SUMMARY, RunDirectory
 from vfl.results.summary import Target
+from vfl.run.bundles import BUNDLE, export_run
 from vfl.run.compose import Blueprint, build_session
 from vfl.run.data import prepare
 from vfl.run.fit import fit
@@ -55,7 +56,7 @@ def train(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str
             f" `vfl run --resume {run_dir}` or choose another --run-dir"
         )
     use_threads(config.train.threads)
-    _, partition, data = prepare(config)
+    dataset, partition, data = prepare(config)
     if not resume:  # user modules may draw from the global RNG (dropout): make runs repeatable
         torch.manual_seed(derive_seed(config.train.seed, "torch-global"))
     session = build_session(Blueprint.from_config(config), data)
@@ -68,7 +69,17 @@ def train(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str
         fit_as_configured(session, config, run_files, resume=resume)
     finally:
         session.trainer.close()
-    return finish_summary(config, session, run_files)
+    summary = finish_summary(config, session, run_files)
+    if config.output.bundle and config.protocol.mode == "vfl":
+        export_run(
+            run_files.file(BUNDLE),
+            session,
+            config,
+            partition=partition,
+            encoder=dataset.encoder,
+            classes=dataset.classes,
+        )
+    return summary
 
 
 def fit_as_configured(

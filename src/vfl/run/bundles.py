@@ -1,0 +1,304 @@
+"""Model bundles: each role's trained part, saved without pickle, tied to its run by a fingerprint.
+
+A run exports one bundle per role into ``RUN_DIR/bundle/``::
+
+    server/    manifest.json  config.toml  weights.safetensors
+    party-<k>/ manifest.json  config.toml  weights.safetensors  preprocessing.json
+
+``weights.safetensors`` holds the role's model (safetensors: tensors and nothing else; loading it
+runs no code). ``config.toml`` is the resolved run config the role was built from (a party's
+without the label holder's data paths), so the architecture and every stage inference must
+repeat (PBM and secure sums, compressed evaluation traffic) are rebuilt by the same composition
+root. A party's ``preprocessing.json`` is the fitted encoding of its own raw columns (or, for
+images, the region of each image it holds); its ``manifest.json`` also records the pruned widths
+of an LVFL model. Every manifest carries the run's **fingerprint**, a hash of the config every
+role shares and of the partition, so parts of different runs are never combined.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from vfl.config import DataConfig, RunConfig
+from vfl.config.io import from_mapping, to_toml
+from vfl.data.encoding import TableEncoder
+from vfl.data.partition import Partition, PartyView
+from vfl.errors import ConfigError, DataError
+from vfl.protocol.loop import ServerLoop
+from vfl.prune.progressive import ProgressivePruner
+from vfl.results.metrics import Task
+from vfl.roles.party import Party
+from vfl.roles.server import Server
+from vfl.run.models import ConfigModels
+from vfl.run.session import LocalParties, Session
+
+FORMAT = "vfl-bundle/1"
+BUNDLE = "bundle"
+MANIFEST = "manifest.json"
+CONFIG = "config.toml"
+WEIGHTS = "weights.safetensors"
+PREPROCESSING = "preprocessing.json"
+SERVER = "server"
+
+
+def party_folder(party: int) -> str:
+    """The folder name of party ``party``'s bundle."""
+    return f"party-{party}"
+
+
+def shared_config(config: RunConfig) -> RunConfig:
+    """The part of a run config every role sees: without the data source and the output."""
+    return replace(config, data=DataConfig(), output=replace(config.output, dir="", name=""))
+
+
+def fingerprint(config: RunConfig, identity: str) -> str:
+    """A hash of the config every role shares and the run's ``identity`` (partition, alignment)."""
+    digest = hashlib.sha256(to_toml(shared_config(config)).encode())
+    digest.update(b"\0" + identity.encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class PartyBundle:
+    """One party's trained part.
+
+    Attributes:
+        party: The party id.
+        fingerprint: The run's fingerprint.
+        config: The run config the party was built from.
+        model: Its bottom model, trained weights loaded.
+        preprocessing: How it turns its raw rows into features: ``{"kind": "table", "encoder":
+            {...}}`` (``TableEncoder.as_dict``) or ``{"kind": "image", "region": [r0, r1, c0,
+            c1]}``.
+    """
+
+    party: int
+    fingerprint: str
+    config: RunConfig
+    model: nn.Module
+    preprocessing: dict[str, Any]
+
+    @property
+    def encoder(self) -> TableEncoder | None:
+        """The fitted encoding of the party's raw columns (tables only)."""
+        if self.preprocessing.get("kind") != "table":
+            return None
+        return TableEncoder.from_dict(self.preprocessing["encoder"])
+
+
+@dataclass(frozen=True)
+class ServerBundle:
+    """The label holder's trained part.
+
+    Attributes:
+        fingerprint: The run's fingerprint.
+        config: The run config.
+        head: The head, trained weights loaded.
+        classes: The class names, in class-index order.
+        widths: Every party's embedding width, by party id.
+    """
+
+    fingerprint: str
+    config: RunConfig
+    head: nn.Module
+    classes: tuple[str, ...]
+    widths: dict[int, int]
+
+
+def export_party(
+    folder: Path,
+    party: Party,
+    config: RunConfig,
+    *,
+    run_fingerprint: str,
+    preprocessing: dict[str, Any],
+) -> Path:
+    """Write ``party``'s bundle into ``folder / party-<id>``; returns that folder."""
+    target = folder / party_folder(party.party_id)
+    lightweight = party.options.lightweight
+    pruner = None if lightweight is None or lightweight.pruner is None else lightweight.pruner
+    manifest = {
+        "format": FORMAT,
+        "role": "party",
+        "party": party.party_id,
+        "fingerprint": run_fingerprint,
+        "block_shape": list(party.features[0].shape[1:]),
+        "pruner": None if pruner is None else pruner.state_dict(),
+    }
+    _write(target, manifest, shared_config(config), party.model)
+    (target / PREPROCESSING).write_text(json.dumps(preprocessing, indent=2) + "\n")
+    return target
+
+
+def export_server(
+    folder: Path,
+    server: Server,
+    config: RunConfig,
+    *,
+    run_fingerprint: str,
+    classes: tuple[str, ...],
+) -> Path:
+    """Write the server's bundle into ``folder / server``; returns that folder."""
+    target = folder / SERVER
+    manifest = {
+        "format": FORMAT,
+        "role": "server",
+        "fingerprint": run_fingerprint,
+        "classes": list(classes),
+        "widths": {str(p): w for p, w in server.embedding_dims.items()},
+    }
+    _write(target, manifest, config, server.head)
+    return target
+
+
+def load_party(folder: Path) -> PartyBundle:
+    """A party bundle, its bottom model rebuilt from its config and its weights loaded.
+
+    Raises:
+        DataError: naming the file that is missing or not what a bundle holds.
+    """
+    manifest, config = _read(folder, "party")
+    models = ConfigModels(config)
+    shape = tuple(int(size) for size in manifest["block_shape"])
+    model = models.bottom(int(manifest["party"]), torch.zeros((1, *shape)))
+    if manifest.get("pruner") is not None:
+        pruner = ProgressivePruner.for_model(model)
+        pruner.load_state_dict(manifest["pruner"])
+        model = pruner.restore(model).model
+    _load_weights(folder, model)
+    preprocessing = json.loads(_text(folder / PREPROCESSING))
+    return PartyBundle(
+        int(manifest["party"]), str(manifest["fingerprint"]), config, model, preprocessing
+    )
+
+
+def load_server(folder: Path) -> ServerBundle:
+    """The server bundle, its head rebuilt from its config and its weights loaded.
+
+    Raises:
+        DataError: naming the file that is missing or not what a bundle holds.
+    """
+    manifest, config = _read(folder, "server")
+    classes = tuple(str(c) for c in manifest["classes"])
+    widths = {int(p): int(w) for p, w in manifest["widths"].items()}
+    head = ConfigModels(config).head(
+        list(dict(sorted(widths.items())).values()), Task(len(classes))
+    )
+    _load_weights(folder, head)
+    return ServerBundle(str(manifest["fingerprint"]), config, head, classes, widths)
+
+
+def preprocessing_of(view: PartyView, encoder: TableEncoder | None) -> dict[str, Any]:
+    """What a party's bundle records of how its features are made from raw rows."""
+    if encoder is not None:
+        return {"kind": "table", "encoder": encoder.select(_sources(view, encoder)).as_dict()}
+    return {"kind": "image", "region": list(view.region)}
+
+
+def partition_identity(partition: Partition) -> str:
+    """The identity of a simulated run's data split, for its fingerprint."""
+    return partition.to_json()
+
+
+def check_same_run(fingerprints: dict[str, str]) -> None:
+    """Raise unless every bundle comes from the same run.
+
+    Raises:
+        ConfigError: naming the bundles whose fingerprints differ.
+    """
+    if len(set(fingerprints.values())) > 1:
+        shown = ", ".join(f"{name} {value[:12]}" for name, value in sorted(fingerprints.items()))
+        raise ConfigError(
+            f"these bundles come from different runs (fingerprints {shown}); export every role"
+            " from one run"
+        )
+
+
+def _sources(view: PartyView, encoder: TableEncoder) -> list[str]:
+    names = encoder.names
+    chosen = [encoder.sources[names.index(name)] for name in view.column_names]
+    return list(dict.fromkeys(chosen))
+
+
+def _write(target: Path, manifest: dict[str, Any], config: RunConfig, model: nn.Module) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    state = {name: tensor.detach().contiguous() for name, tensor in model.state_dict().items()}
+    save_file(state, str(target / WEIGHTS), metadata={"fingerprint": manifest["fingerprint"]})
+    (target / CONFIG).write_text(to_toml(config))
+    (target / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def _read(folder: Path, role: str) -> tuple[dict[str, Any], RunConfig]:
+    try:
+        manifest: dict[str, Any] = json.loads(_text(folder / MANIFEST))
+    except json.JSONDecodeError as error:
+        raise DataError(f"{folder / MANIFEST} is not JSON: {error}") from None
+    if manifest.get("format") != FORMAT or manifest.get("role") != role:
+        raise DataError(
+            f"{folder / MANIFEST} is not a {role} bundle of format {FORMAT!r} (format"
+            f" {manifest.get('format')!r}, role {manifest.get('role')!r})"
+        )
+    config = from_mapping(RunConfig, tomllib.loads(_text(folder / CONFIG)))
+    return manifest, config
+
+
+def _load_weights(folder: Path, model: nn.Module) -> None:
+    path = folder / WEIGHTS
+    if not path.is_file():
+        raise DataError(f"{path} is missing: the bundle has no weights")
+    try:
+        state = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as error:
+        raise DataError(
+            f"{path} is not a safetensors file ({error}); bundles hold no pickle"
+        ) from None
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as error:
+        raise DataError(f"{path} does not fit the model its config describes: {error}") from None
+
+
+def _text(path: Path) -> str:
+    if not path.is_file():
+        raise DataError(f"{path} is missing: not a complete bundle")
+    return path.read_text()
+
+
+def export_run(
+    folder: Path,
+    session: Session[LocalParties],
+    config: RunConfig,
+    *,
+    partition: Partition,
+    encoder: TableEncoder | None,
+    classes: tuple[str, ...],
+) -> Path:
+    """Export every role of a simulated run into ``folder``; returns it.
+
+    Raises:
+        ConfigError: for the centralized baseline, which has no roles to export.
+    """
+    loop = session.trainer
+    if not isinstance(loop, ServerLoop):
+        raise ConfigError("the centralized baseline has no roles: there is nothing to export")
+    run_fingerprint = fingerprint(config, partition_identity(partition))
+    for party, view in zip(session.parties, partition.views, strict=True):
+        export_party(
+            folder,
+            party,
+            config,
+            run_fingerprint=run_fingerprint,
+            preprocessing=preprocessing_of(view, encoder),
+        )
+    export_server(folder, loop.server, config, run_fingerprint=run_fingerprint, classes=classes)
+    return folder

@@ -1,0 +1,217 @@
+"""Prediction with a trained run: every role's bundle, the same roles, loop and transport.
+
+``Model.load(RUN_DIR)`` reads the bundles a run exported; ``model.predict(...)`` gives each party
+its block of the new rows (transformed with that party's own fitted preprocessing), builds the
+parties and the label holder with the composition root exactly as training did, and asks for the
+logits through the in-process transport: embeddings cross as in an evaluation (securely summed
+with PBM, compressed where the run compresses evaluation traffic), and only the label holder sees
+the predictions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import torch
+from torch import nn
+
+from vfl.config import RunConfig
+from vfl.errors import ConfigError, DataError
+from vfl.protocol.loop import ServerLoop
+from vfl.results.metrics import Task, evaluate_logits
+from vfl.run import bundles
+from vfl.run.compose import Blueprint, build_loop, build_party, build_server, local_transport
+from vfl.run.models import ConfigModels
+from vfl.wire import SPLIT_TEST
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """What the label holder learns for a batch of rows.
+
+    Attributes:
+        ids: The rows' sample ids.
+        classes: The class names, in class-index order.
+        probabilities: ``(n, C)`` probability of each class.
+        metrics: Loss and accuracy (F1, AUC for binary tasks) when labels were given.
+    """
+
+    ids: npt.NDArray[Any]
+    classes: tuple[str, ...]
+    probabilities: npt.NDArray[np.float64]
+    metrics: dict[str, float] | None = None
+
+    @property
+    def predicted(self) -> npt.NDArray[np.int64]:
+        """The most probable class index of each row."""
+        return np.asarray(self.probabilities.argmax(axis=1), dtype=np.int64)
+
+    def to_frame(self) -> pd.DataFrame:
+        """``id``, ``predicted`` (class name) and ``probability_<class>`` columns, one row each."""
+        names = np.asarray(self.classes)[self.predicted]
+        frame = pd.DataFrame({"id": self.ids, "predicted": names})
+        for index, name in enumerate(self.classes):
+            frame[f"probability_{name}"] = self.probabilities[:, index]
+        return frame
+
+
+class _Loaded:
+    """A model source handing out the bundles' trained modules (optimizers unused)."""
+
+    def __init__(self, config: RunConfig, bottoms: Mapping[int, nn.Module], head: nn.Module):
+        self._config = ConfigModels(config)
+        self._bottoms = bottoms
+        self._head = head
+
+    def bottom(self, party: int, block: torch.Tensor) -> nn.Module:
+        return self._bottoms[party]
+
+    def head(self, widths: Sequence[int], task: Task) -> nn.Module:
+        return self._head
+
+    def head_replica(self, widths: Sequence[int], task: Task) -> nn.Module:
+        return self._config.head_replica(widths, task)
+
+    def optimizer(self, params: Iterable[nn.Parameter]) -> torch.optim.Optimizer | None:
+        return self._config.optimizer(params)
+
+
+class Model:
+    """A trained run, loaded from its bundles: predicts for new rows.
+
+    Args:
+        server: The label holder's bundle.
+        parties: Every party's bundle, by party id.
+    """
+
+    def __init__(self, server: bundles.ServerBundle, parties: Mapping[int, bundles.PartyBundle]):
+        prints = {"server": server.fingerprint}
+        prints.update({f"party {p}": b.fingerprint for p, b in parties.items()})
+        bundles.check_same_run(prints)
+        if set(parties) != set(server.widths):
+            raise ConfigError(
+                f"the label holder fuses parties {sorted(server.widths)}; bundles were given for"
+                f" {sorted(parties)}"
+            )
+        self.server = server
+        self.parties = dict(sorted(parties.items()))
+
+    @classmethod
+    def load(cls, run_dir: Path) -> Model:
+        """The model a run exported into ``run_dir / bundle``.
+
+        Raises:
+            DataError: naming a bundle file that is missing or malformed.
+        """
+        folder = Path(run_dir) / bundles.BUNDLE
+        if not folder.is_dir():
+            raise DataError(f"{folder} does not exist: the run exported no model bundles")
+        server = bundles.load_server(folder / bundles.SERVER)
+        parties = {p: bundles.load_party(folder / bundles.party_folder(p)) for p in server.widths}
+        return cls(server, parties)
+
+    @property
+    def config(self) -> RunConfig:
+        """The run config."""
+        return self.server.config
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """The class names, in class-index order."""
+        return self.server.classes
+
+    def features(self, frame: pd.DataFrame, *, where: str = "the table") -> list[torch.Tensor]:
+        """Every party's feature block of ``frame``'s rows, each made by the party's own encoding.
+
+        Raises:
+            DataError: naming the column a party needs that ``frame`` lacks or holds badly.
+        """
+        blocks = []
+        for party, bundle in self.parties.items():
+            encoder = bundle.encoder
+            if encoder is None:
+                raise DataError(f"party {party} holds images; give its blocks as tensors instead")
+            blocks.append(torch.from_numpy(encoder.transform(frame, where=where)))
+        return blocks
+
+    def predict(
+        self,
+        blocks: Sequence[torch.Tensor],
+        *,
+        ids: npt.ArrayLike | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> Predictions:
+        """Class probabilities for the rows of every party's ``blocks`` (party order).
+
+        Args:
+            blocks: One ``(n, ...)`` float32 block per party, rows aligned across parties.
+            ids: The rows' sample ids (default: 0..n-1).
+            labels: The rows' class indices, to report metrics beside the predictions.
+        """
+        count = _row_count(blocks, len(self.parties))
+        known = labels if labels is not None else torch.zeros(count, dtype=torch.int64)
+        loop = self._loop(blocks, known)
+        try:
+            loop.setup()
+            logits = loop.logits(SPLIT_TEST)
+        finally:
+            loop.transport.close()
+        task = loop.server.task
+        metrics = None if labels is None else evaluate_logits(task, logits, labels)
+        return Predictions(
+            ids=np.arange(count) if ids is None else np.asarray(ids),
+            classes=self.classes,
+            probabilities=probabilities(task, logits),
+            metrics=metrics,
+        )
+
+    def _loop(self, blocks: Sequence[torch.Tensor], labels: torch.Tensor) -> ServerLoop:
+        config = self.config
+        source = _Loaded(config, {p: b.model for p, b in self.parties.items()}, self.server.head)
+        blueprint = Blueprint(config, source)
+        task = Task(len(self.classes))
+        unknown = torch.zeros(len(labels), dtype=torch.int64)  # no training: labels unused
+        parties = [
+            build_party(
+                blueprint,
+                party,
+                block,
+                block,
+                task=task,
+                train_labels=unknown,
+                widths=self.server.widths,
+            )
+            for party, block in zip(self.parties, blocks, strict=True)
+        ]
+        server = build_server(
+            blueprint,
+            task=task,
+            train_labels=unknown,
+            test_labels=labels,
+            widths=self.server.widths,
+        )
+        return build_loop(blueprint, server, local_transport(config, parties))
+
+
+def probabilities(task: Task, logits: torch.Tensor) -> npt.NDArray[np.float64]:
+    """``(n, C)`` class probabilities from logits (sigmoid for binary tasks, else softmax)."""
+    if task.binary:
+        positive = torch.sigmoid(logits[:, 0].double())
+        return torch.stack([1 - positive, positive], dim=1).numpy()
+    return torch.softmax(logits.double(), dim=1).numpy()
+
+
+def _row_count(blocks: Sequence[torch.Tensor], parties: int) -> int:
+    if len(blocks) != parties:
+        raise DataError(f"got {len(blocks)} feature blocks for {parties} parties")
+    counts = {len(block) for block in blocks}
+    if len(counts) != 1 or not counts.pop():
+        sizes = [len(block) for block in blocks]
+        raise DataError(f"every party's block must hold the same rows, at least one; got {sizes}")
+    return len(blocks[0])
