@@ -41,6 +41,10 @@ _EXPORTS = {
     "VerticalData": "vfl.data.vertical",
     "vertical_data": "vfl.data.vertical",
     "simulate": "vfl.run.api",
+    "Model": "vfl.run.predict",
+    "Predictions": "vfl.run.predict",
+    "load_model": "vfl.run.predict",
+    "predict": "vfl.serving.batch",
     "fit": "vfl.run.fit",
     "train": "vfl.run.runner",
 }

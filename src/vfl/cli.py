@@ -14,6 +14,7 @@ from vfl.deploy.cli import register as register_deploy
 from vfl.errors import ConfigError, VflError
 from vfl.experiments.cli import register as register_experiments
 from vfl.privacy.cli import register as register_privacy
+from vfl.serving.cli import register as register_serving
 
 RESUMABLE_KEYS = ("train.epochs", "output.progress")
 EXTRAS = {"grpc": "deploy", "google": "deploy", "nacl": "deploy", "matplotlib": "plots"}
@@ -82,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     register_experiments(commands)
     register_privacy(commands)
     register_deploy(commands)
+    register_serving(commands)
     return parser
 
 

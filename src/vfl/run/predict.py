@@ -215,3 +215,8 @@ def _row_count(blocks: Sequence[torch.Tensor], parties: int) -> int:
         sizes = [len(block) for block in blocks]
         raise DataError(f"every party's block must hold the same rows, at least one; got {sizes}")
     return len(blocks[0])
+
+
+def load_model(run_dir: Path) -> Model:
+    """The model a run exported into ``run_dir / bundle`` (see ``Model.load``)."""
+    return Model.load(run_dir)

@@ -1,0 +1,43 @@
+"""The ``vfl predict`` subcommand (parse and dispatch only)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``predict`` to an ``argparse`` subparsers object."""
+    predict = commands.add_parser(
+        "predict", help="predict with a trained run's model bundles (in one process)"
+    )
+    predict.add_argument("run_dir", type=Path, help="a run directory holding bundle/")
+    predict.add_argument(
+        "--data",
+        type=Path,
+        help="a CSV or Parquet table with every party's raw columns (default: the run's test"
+        " split)",
+    )
+    predict.add_argument(
+        "--id-column", default="", help="the ID column of --data (default: the run's, if present)"
+    )
+    predict.add_argument(
+        "--out", type=Path, help="where to write the CSV (default: RUN_DIR/predictions.csv)"
+    )
+    predict.add_argument("--force", action="store_true", help="replace an existing --out file")
+    predict.set_defaults(handler=_predict)
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from vfl.serving.batch import predict, write_predictions  # deferred: torch loads slowly
+
+    predictions = predict(args.run_dir, data=args.data, id_column=args.id_column)
+    out = write_predictions(
+        predictions, args.out or args.run_dir / "predictions.csv", force=args.force
+    )
+    line = f"{len(predictions.ids)} predictions written to {out}"
+    if predictions.metrics is not None:
+        shown = ", ".join(f"{name} {value:.4f}" for name, value in predictions.metrics.items())
+        line += f" ({shown} on the labels the rows held)"
+    print(line)
+    return 0
