@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,49 @@ def test_a_party_refuses_a_state_directory_of_an_earlier_run_without_resume(
     # Assert
     assert status == 2
     assert "holds a previous run" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("server", "expected"),
+    [
+        ("localhost", "--server: 'localhost' has no port; give host:port, e.g. localhost:50051"),
+        ("localhost:99999", "--server: 'localhost:99999': port 99999 is out of range"),
+        ("::1:5000", "--server: '::1:5000': write an IPv6 host in brackets, e.g. [::1]:5000"),
+    ],
+)
+def test_a_party_refuses_a_server_address_it_cannot_dial(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], server: str, expected: str
+) -> None:
+    # Prepare
+    scenario = make_scenario(tmp_path)
+
+    # Execute
+    started = time.monotonic()
+    status = main(["party", "--config", str(scenario.party_tomls[1]), "--server", server])
+
+    # Assert: refused before anything is dialed (a missing port used to dial 443)
+    assert status == 2
+    assert expected in capsys.readouterr().err
+    assert time.monotonic() - started < 5
+    assert not scenario.state_dir(1).exists()
+
+
+def test_the_server_refuses_a_listen_port_out_of_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    scenario = make_scenario(tmp_path)
+    listen = "--set=deployment.listen=127.0.0.1:99999"
+
+    # Execute
+    status = main(["server", "--config", str(scenario.run_toml), listen])
+
+    # Assert: refused, where 99999 used to become another port silently
+    assert status == 2
+    assert (
+        "deployment.listen: '127.0.0.1:99999': port 99999 is out of range; give 0..65535"
+        in capsys.readouterr().err
+    )
 
 
 def test_launch_stops_every_process_and_names_a_refused_party(tmp_path: Path) -> None:
