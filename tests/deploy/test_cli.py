@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 import time
 from pathlib import Path
 
@@ -38,6 +39,49 @@ def test_certs_writes_the_files_and_prints_the_token_digests(
         digest = token_digest((tmp_path / f"party-{party}.token").read_text().strip())
         assert f'id = {party}\ntoken_sha256 = "{digest}"' in out
     assert {p.name for p in tmp_path.iterdir()} >= {"ca.pem", "server.pem", "server.key"}
+
+
+def test_certs_refuses_a_folder_that_holds_a_ca_and_names_the_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: a folder with a CA and keys from an earlier call
+    assert main(["certs", "--out", str(tmp_path), "--parties", "1"]) == 0
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    capsys.readouterr()
+
+    # Execute
+    status = main(["certs", "--out", str(tmp_path), "--parties", "1", "2"])
+
+    # Assert: refused by name, and nothing was touched
+    assert status == 2
+    error = capsys.readouterr().err
+    assert (
+        "already holds ca.pem, ca.key, server.pem, server.key, party-1.pem, party-1.key,"
+        " party-1.token; writing a new CA would replace them" in error
+    )
+    assert "--force" in error and "party-2" not in error
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_certs_with_force_moves_every_replaced_file_and_key_aside(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    assert main(["certs", "--out", str(tmp_path), "--parties", "1"]) == 0
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    # Execute
+    status = main(["certs", "--out", str(tmp_path), "--parties", "1", "--force"])
+
+    # Assert: a new CA and keys, and every old file kept, byte for byte, keys still private
+    assert status == 0
+    (aside,) = tmp_path.glob("replaced-*")
+    assert f"moved the files it replaces, keys included, to {aside}" in capsys.readouterr().out
+    assert {p.name: p.read_bytes() for p in aside.iterdir()} == before
+    assert (tmp_path / "ca.key").read_bytes() != before["ca.key"]
+    for key in ("ca.key", "server.key", "party-1.key", "party-1.token"):
+        assert stat.S_IMODE((aside / key).stat().st_mode) == 0o600
+    assert stat.S_IMODE(aside.stat().st_mode) == 0o700
 
 
 def test_a_server_config_without_a_deployment_table_is_an_error(
