@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -20,12 +22,16 @@ import pytest
 import torch
 
 from tests.deploy.scenario import (
+    ROOT,
     Scenario,
+    deploy_command,
+    free_port,
     make_scenario,
     party_alignment,
     run_launch,
     server_alignment,
     simulate_aligned,
+    start_party,
 )
 from vfl.deploy.config import load_party_config, load_run_config
 from vfl.deploy.data import load_labels, load_party_tables
@@ -139,6 +145,40 @@ def test_launch_prints_the_per_epoch_lines_of_vfl_run(
     # Assert: the control: output.progress = false prints none
     quiet = (deployed.run_dir / "logs" / "server.log").read_text()
     assert "epoch 1 | train_loss" not in quiet
+
+
+@pytest.mark.slow
+def test_vfl_server_prints_the_per_epoch_lines_of_vfl_run(tmp_path: Path) -> None:
+    # Prepare: the server's standard output apart from its log (standard error)
+    scenario = make_scenario(tmp_path, epochs=3)
+    address = f"127.0.0.1:{free_port()}"
+    args = ["server", "--config", str(scenario.run_toml), "--run-dir", str(scenario.run_dir)]
+    args += [f"--set=deployment.listen={address}", "--set=output.progress=true"]
+    out, err = tmp_path / "server.out", tmp_path / "server.err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        server = subprocess.Popen(
+            deploy_command(*args),
+            stdout=stdout,
+            stderr=stderr,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+            cwd=tmp_path,
+        )
+    processes = [server, *(start_party(scenario, party, address) for party in (1, 2))]
+
+    # Execute
+    try:
+        statuses = [process.wait(120) for process in processes]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+
+    # Assert: the epoch loop's line for each epoch, on standard output
+    assert statuses == [0, 0, 0], err.read_text()[-3000:]
+    records = RunDirectory(scenario.run_dir).read_metrics()
+    expected = [describe_epoch(r) for r in records if r["train_loss"] is not None]
+    printed = [line for line in out.read_text().splitlines() if line.startswith("epoch ")]
+    assert printed == expected and len(expected) == 3
 
 
 def test_training_uses_exactly_the_intersection_in_one_order_at_every_holder(
