@@ -74,12 +74,7 @@ def create_test_pki(
         ConfigError: on an empty or invalid name list, a party id below 1, ``days < 1``, or
             (without ``force``) a directory that already holds any of the files.
     """
-    if not server_names:
-        raise ConfigError("the server certificate needs at least one name (--server-name)")
-    if any(party < 1 for party in parties) or len(set(parties)) != len(parties):
-        raise ConfigError(f"party ids must be distinct integers >= 1, got {list(parties)}")
-    if days < 1:
-        raise ConfigError(f"days must be >= 1, got {days}")
+    _check_request(parties, server_names, days)
     set_aside = _make_room(directory, _planned(directory, parties), force=force)
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -99,6 +94,15 @@ def create_test_pki(
     for party in parties:
         files.parties[party] = _party_files(directory, party, ca_key, days)
     return files
+
+
+def _check_request(parties: Sequence[int], server_names: Sequence[str], days: int) -> None:
+    if not server_names:
+        raise ConfigError("the server certificate needs at least one name (--server-name)")
+    if any(party < 1 for party in parties) or len(set(parties)) != len(parties):
+        raise ConfigError(f"party ids must be distinct integers >= 1, got {list(parties)}")
+    if days < 1:
+        raise ConfigError(f"days must be >= 1, got {days}")
 
 
 def _planned(directory: Path, parties: Sequence[int]) -> list[Path]:

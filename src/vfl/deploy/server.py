@@ -150,8 +150,9 @@ def run_server(
         port_file: Write the port the server listens on here, once it listens.
 
     Raises:
-        ConfigError: if ``run_dir`` already holds a run (without ``resume``) or none (with it).
-        ProtocolError: if parties fail and do not recover.
+        ConfigError: if a TLS file is missing, unparsable, mismatched or expired (checked
+            first), or ``run_dir`` already holds a run (without ``resume``) or none (with it).
+        ProtocolError: if parties fail and do not recover, naming them.
     """
     tls = server_tls(deployment.tls)
     run = _run_directory(run_dir, resume)

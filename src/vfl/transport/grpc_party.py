@@ -47,6 +47,7 @@ from vfl.transport.security import (
     RefusalCode,
     RefusedError,
     handshake_problem,
+    rejected_certificate,
 )
 from vfl.wire import Shutdown, encode
 from vfl.wire.frames import DEFAULT_MAX_BYTES, HEADER, peek_kind
@@ -158,7 +159,8 @@ class PartyLink:
         now = time.monotonic()
         verdict = dialing.failed(ended.failure, now)
         if verdict == "closed":
-            raise HandshakeError(self._rejected_certificate(dialing.closures))
+            why = rejected_certificate(self.address, self.tls, dialing.closures)
+            raise HandshakeError(f"party {self.party_id}: {why}")
         if verdict == "duplicate":
             raise RefusedError(self._refusal(ended.details), "already_connected")
         if verdict == "unresolved":
@@ -196,20 +198,6 @@ class PartyLink:
 
     def _refusal(self, details: str) -> str:
         return f"the server at {self.address} refused party {self.party_id}: {details}"
-
-    def _rejected_certificate(self, closures: int) -> str:
-        closed = (
-            f"party {self.party_id}: the server at {self.address} closed the connection during"
-            f" the TLS handshake {closures} times in a row"
-        )
-        if not self.tls.cert_chain:
-            return (
-                f"{closed}: it requires a client certificate (mutual TLS) and tls.cert is not set"
-            )
-        return (
-            f"{closed}: it does not accept this party's certificate {self.tls.cert_file} (signed"
-            " by a CA the server does not trust, expired, or not a client certificate)"
-        )
 
     def stop(self) -> None:
         """Close the stream and make ``serve`` return (from another thread)."""

@@ -236,3 +236,22 @@ def handshake_problem(details: str, tls: PartyTls, host: str) -> str | None:
             " give the CA that signed the server's certificate"
         )
     return f"the TLS handshake failed ({reason})"
+
+
+def rejected_certificate(address: str, tls: PartyTls, closures: int = 3) -> str:
+    """Why a server that keeps closing a party's TLS handshake is taken to reject it.
+
+    With TLS 1.3 a server checks the client's certificate after the client has finished its
+    handshake, so a party only sees the connection closed, never the reason; a server that
+    is merely restarting refuses connections instead.
+    """
+    closed = (
+        f"the server at {address} closed the connection during the TLS handshake {closures}"
+        " times in a row"
+    )
+    if not tls.cert_chain:
+        return f"{closed}: it requires a client certificate (mutual TLS) and tls.cert is not set"
+    return (
+        f"{closed}: it does not accept this party's certificate {tls.cert_file} (signed by a CA"
+        " the server does not trust, expired, or not a client certificate)"
+    )
