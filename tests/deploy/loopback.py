@@ -7,11 +7,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from vfl.deploy.certs import PkiFiles
+from vfl.transport.base import PartyEndpoint
 from vfl.transport.chunks import DEFAULT_CHUNK_BYTES
 from vfl.transport.grpc_party import FrameHandler, PartyLink
 from vfl.transport.grpc_transport import GrpcTransport
 from vfl.transport.retry import RetryPolicy
 from vfl.transport.security import PartyCredential, PartyTls, ServerTls
+from vfl.wire import Ack, EmbedReply, EmbedRequest, Message
 
 FAST = RetryPolicy(attempts=2, timeout_s=0.5, backoff_s=0.05, max_backoff_s=0.1)
 """Short timeouts, so that tests of silent parties take about a second."""
@@ -39,6 +41,36 @@ def party_tls(pki: PkiFiles, party: int, *, cert_of: int | None = None) -> Party
 
 def token(pki: PkiFiles, party: int) -> str:
     return pki.parties[party].token.read_text().strip()
+
+
+def echo(party: int) -> Callable[[Message], Message]:
+    def handle(message: Message) -> Message:
+        if isinstance(message, EmbedRequest):
+            return EmbedReply(round=message.round, embedding=message.ids.float().unsqueeze(1))
+        return Ack(round=message.round)
+
+    return handle
+
+
+def endpoint(party: int, handler: Callable[[Message], Message] | None = None) -> PartyEndpoint:
+    return PartyEndpoint(party, handler or echo(party))
+
+
+def dialing_link(pki: PkiFiles, port: int, party: int, **options: object) -> PartyLink:
+    """A link for ``party`` with its own credentials unless ``options`` replace them."""
+    defaults: dict[str, object] = {
+        "address": f"localhost:{port}",
+        "tls": party_tls(pki, party),
+        "token": token(pki, party),
+        "give_up_s": 1.0,
+    }
+    defaults.update(options)
+    return PartyLink(
+        party,
+        endpoint(party).handle_frame,
+        policy=RetryPolicy(backoff_s=0.05, max_backoff_s=0.1),
+        **defaults,  # type: ignore[arg-type]
+    )
 
 
 @dataclass

@@ -22,7 +22,7 @@ from vfl.deploy.config import load_party_config, load_run_config
 from vfl.deploy.data import encode_features, load_labels, load_party_tables
 from vfl.results.files import RunDirectory
 from vfl.results.metrics import Task
-from vfl.run.compose import build_session
+from vfl.run.compose import Blueprint, build_session
 from vfl.run.fit import fit
 from vfl.run.runner import target_of
 from vfl.run.session import LocalParties, Session
@@ -333,7 +333,11 @@ def server_alignment(scenario: Scenario) -> Alignment:
 
 
 def simulate_aligned(scenario: Scenario, run_dir: Path) -> Session[LocalParties]:
-    """The same run in one process: the simulator's builders, in-process transport."""
+    """The same run in one process: the simulator's builders, in-process transport.
+
+    Built with the deployment's settings (``deployed=True``: compressed evaluation traffic
+    under ``compress.evaluation = "auto"``, PBM noise from the operating system).
+    """
     config, _ = load_run_config(scenario.run_toml)
     labels = load_labels(config.data)
     aligned_labels = labels.aligned(server_alignment(scenario).rows)
@@ -349,7 +353,7 @@ def simulate_aligned(scenario: Scenario, run_dir: Path) -> Session[LocalParties]
         aligned_labels[SPLIT_TEST],
         Task(len(labels.classes)),
     )
-    simulation = build_session(config, data)
+    simulation = build_session(Blueprint.from_config(config, deployed=True), data)
     fit(
         simulation,
         epochs=config.train.epochs,

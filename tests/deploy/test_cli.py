@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,49 @@ def test_certs_writes_the_files_and_prints_the_token_digests(
     assert {p.name for p in tmp_path.iterdir()} >= {"ca.pem", "server.pem", "server.key"}
 
 
+def test_certs_refuses_a_folder_that_holds_a_ca_and_names_the_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: a folder with a CA and keys from an earlier call
+    assert main(["certs", "--out", str(tmp_path), "--parties", "1"]) == 0
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    capsys.readouterr()
+
+    # Execute
+    status = main(["certs", "--out", str(tmp_path), "--parties", "1", "2"])
+
+    # Assert: refused by name, and nothing was touched
+    assert status == 2
+    error = capsys.readouterr().err
+    assert (
+        "already holds ca.pem, ca.key, server.pem, server.key, party-1.pem, party-1.key,"
+        " party-1.token; writing a new CA would replace them" in error
+    )
+    assert "--force" in error and "party-2" not in error
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_certs_with_force_moves_every_replaced_file_and_key_aside(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    assert main(["certs", "--out", str(tmp_path), "--parties", "1"]) == 0
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    # Execute
+    status = main(["certs", "--out", str(tmp_path), "--parties", "1", "--force"])
+
+    # Assert: a new CA and keys, and every old file kept, byte for byte, keys still private
+    assert status == 0
+    (aside,) = tmp_path.glob("replaced-*")
+    assert f"moved the files it replaces, keys included, to {aside}" in capsys.readouterr().out
+    assert {p.name: p.read_bytes() for p in aside.iterdir()} == before
+    assert (tmp_path / "ca.key").read_bytes() != before["ca.key"]
+    for key in ("ca.key", "server.key", "party-1.key", "party-1.token"):
+        assert stat.S_IMODE((aside / key).stat().st_mode) == 0o600
+    assert stat.S_IMODE(aside.stat().st_mode) == 0o700
+
+
 def test_a_server_config_without_a_deployment_table_is_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -68,6 +113,49 @@ def test_a_party_refuses_a_state_directory_of_an_earlier_run_without_resume(
     # Assert
     assert status == 2
     assert "holds a previous run" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("server", "expected"),
+    [
+        ("localhost", "--server: 'localhost' has no port; give host:port, e.g. localhost:50051"),
+        ("localhost:99999", "--server: 'localhost:99999': port 99999 is out of range"),
+        ("::1:5000", "--server: '::1:5000': write an IPv6 host in brackets, e.g. [::1]:5000"),
+    ],
+)
+def test_a_party_refuses_a_server_address_it_cannot_dial(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], server: str, expected: str
+) -> None:
+    # Prepare
+    scenario = make_scenario(tmp_path)
+
+    # Execute
+    started = time.monotonic()
+    status = main(["party", "--config", str(scenario.party_tomls[1]), "--server", server])
+
+    # Assert: refused before anything is dialed (a missing port used to dial 443)
+    assert status == 2
+    assert expected in capsys.readouterr().err
+    assert time.monotonic() - started < 5
+    assert not scenario.state_dir(1).exists()
+
+
+def test_the_server_refuses_a_listen_port_out_of_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    scenario = make_scenario(tmp_path)
+    listen = "--set=deployment.listen=127.0.0.1:99999"
+
+    # Execute
+    status = main(["server", "--config", str(scenario.run_toml), listen])
+
+    # Assert: refused, where 99999 used to become another port silently
+    assert status == 2
+    assert (
+        "deployment.listen: '127.0.0.1:99999': port 99999 is out of range; give 0..65535"
+        in capsys.readouterr().err
+    )
 
 
 def test_launch_stops_every_process_and_names_a_refused_party(tmp_path: Path) -> None:

@@ -96,6 +96,15 @@ def test_party_config_keeps_absolute_paths_and_resolves_relative_ones(tmp_path: 
         (lambda t: t + "[partition]\nscheme = 'random'\nnum_parties = 3\n", "num_parties is 3"),
         (lambda t: t.replace('cert = "certs/server.pem"\n', ""), "TLS is required"),
         (lambda t: t.replace("listen =", "listn ="), "did you mean 'deployment.listen'"),
+        (
+            lambda t: t.replace('"0.0.0.0:7000"', '"0.0.0.0:99999"'),
+            "deployment.listen: '0.0.0.0:99999': port 99999 is out of range; give 0..65535"
+            " \\(0: a free port\\)",
+        ),
+        (
+            lambda t: t.replace('"0.0.0.0:7000"', '"0.0.0.0"'),
+            "deployment.listen: '0.0.0.0' has no port; give host:port",
+        ),
     ],
 )
 def test_run_configs_a_deployment_cannot_run_are_refused_by_name(
@@ -112,6 +121,14 @@ def test_run_configs_a_deployment_cannot_run_are_refused_by_name(
     ("edit", "message"),
     [
         (lambda t: t.replace('server = "server.example:7000"', 'server = "nohost"'), "host:port"),
+        (
+            lambda t: t.replace('"server.example:7000"', '"server.example"'),
+            "^server: 'server.example' has no port; give host:port, e.g. server.example:50051$",
+        ),
+        (
+            lambda t: t.replace('"server.example:7000"', '"server.example:0"'),
+            "^server: 'server.example:0': port 0 is out of range; give 1..65535$",
+        ),
         (lambda t: t.replace('id_column = "customer"', 'id_column = ""'), "name the ID column"),
         (lambda t: t.replace('["income", "debt"]', '["customer"]'), "must not include the ID"),
         (lambda t: t.replace('ca = "certs/ca.pem"', 'cert = "c.pem"'), "TLS is required"),

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import grpc
 import pytest
 import torch
 
-from tests.deploy.loopback import FAST, party_tls, start_loopback, token
+from tests.deploy.loopback import FAST, dialing_link, endpoint, party_tls, start_loopback, token
 from tests.deploy.rogue import EMBEDDING_REASONS, JUNK_REASONS, RogueLink
 from vfl.deploy.certs import PkiFiles, create_test_pki
-from vfl.errors import ProtocolError
-from vfl.transport import PartyEndpoint
 from vfl.transport.grpc_party import PartyLink
 from vfl.transport.link import METHOD, PartyRestartedError, PartyUnavailableError
 from vfl.transport.retry import RetryPolicy
@@ -23,40 +20,11 @@ from vfl.transport.security import (
     METADATA_INSTANCE,
     METADATA_PARTY,
     METADATA_TOKEN,
+    HandshakeError,
     PartyTls,
     RefusedError,
 )
 from vfl.wire import Ack, EmbedReply, EmbedRequest, GradRequest, Message, encode
-
-
-def echo(party: int) -> Callable[[Message], Message]:
-    def handle(message: Message) -> Message:
-        if isinstance(message, EmbedRequest):
-            return EmbedReply(round=message.round, embedding=message.ids.float().unsqueeze(1))
-        return Ack(round=message.round)
-
-    return handle
-
-
-def endpoint(party: int, handler: Callable[[Message], Message] | None = None) -> PartyEndpoint:
-    return PartyEndpoint(party, handler or echo(party))
-
-
-def dialing_link(pki: PkiFiles, port: int, party: int, **options: object) -> PartyLink:
-    """A link for ``party`` with its own credentials unless ``options`` replace them."""
-    defaults: dict[str, object] = {
-        "tls": party_tls(pki, party),
-        "token": token(pki, party),
-        "give_up_s": 1.0,
-    }
-    defaults.update(options)
-    return PartyLink(
-        party,
-        endpoint(party).handle_frame,
-        address=f"localhost:{port}",
-        policy=RetryPolicy(backoff_s=0.05, max_backoff_s=0.1),
-        **defaults,  # type: ignore[arg-type]
-    )
 
 
 def test_a_party_with_a_wrong_token_is_refused(
@@ -99,21 +67,23 @@ def test_a_certificate_of_another_party_is_refused(pki: PkiFiles) -> None:
     loopback.close()
 
 
-def test_without_a_client_certificate_mutual_tls_fails_and_the_party_gives_up(
+def test_without_a_client_certificate_mutual_tls_fails_and_the_party_stops_at_once(
     pki: PkiFiles,
 ) -> None:
-    # Prepare
+    # Prepare: a party that would keep dialing for a minute if the refusal looked transient
     loopback = start_loopback(pki, {1: endpoint(1).handle_frame}, parties=(1, 2))
     bare = party_tls(pki, 2)
     link = dialing_link(pki, loopback.transport.port, 2, tls=type(bare)(bare.root_ca))
+    link.give_up_s = 60.0
 
     # Execute
     started = time.monotonic()
-    with pytest.raises(ProtocolError, match="could not reach the server"):
+    with pytest.raises(HandshakeError) as caught:
         link.serve()
 
     # Assert
     assert time.monotonic() - started < 10
+    assert "requires a client certificate (mutual TLS) and tls.cert is not set" in str(caught.value)
     assert set(loopback.transport.connected()) == {1}
     loopback.close()
 
@@ -139,8 +109,8 @@ def test_tls_is_required_and_the_server_certificate_is_verified(
         other.parties[2].cert.read_bytes(),
         other.parties[2].key.read_bytes(),
     )
-    with pytest.raises(ProtocolError, match="could not reach the server"):
-        dialing_link(pki, port, 2, tls=impostor_ca).serve()
+    with pytest.raises(HandshakeError, match="certificate is not signed by the CA in"):
+        dialing_link(pki, port, 2, tls=impostor_ca, give_up_s=60.0).serve()
     assert set(loopback.transport.connected()) == {1}
 
 

@@ -6,6 +6,7 @@ Each test runs the server and two parties as separate processes for several epoc
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -125,9 +126,9 @@ def test_a_server_killed_mid_epoch_and_restarted_with_resume_completes_the_run(
 def test_a_party_that_never_comes_back_stops_the_run_with_an_error_naming_it(
     tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
 ) -> None:
-    # Prepare
+    # Prepare: the server waits 12 s for a lost party and reports every 10 s while it waits
     scenario = scenario_for(
-        tmp_path / "deployment", "request_timeout_s = 1", "attempts = 2", "connect_timeout_s = 3"
+        tmp_path / "deployment", "request_timeout_s = 1", "attempts = 2", "connect_timeout_s = 12"
     )
     address = f"127.0.0.1:{free_port()}"
     server = start_server(scenario, address)
@@ -139,10 +140,47 @@ def test_a_party_that_never_comes_back_stops_the_run_with_an_error_naming_it(
     parties[2].send_signal(signal.SIGKILL)
     status = server.wait(60)
 
-    # Assert
+    # Assert: which party, how long it has been gone, and what to do
     assert status == 2
     log = (scenario.root / "server.log").read_text()
-    assert "parties [2] did not connect within 3 s; the run stops at its checkpoint" in log
+    assert re.search(
+        r"waiting for parties \[2\] \(party 2 disconnected \d+ s ago\); giving up in", log
+    )
+    assert re.search(
+        r"parties \[2\] did not connect within 12 s \(party 2 disconnected \d+ s ago\); the run"
+        " stops at its checkpoint",
+        log,
+    )
+
+
+def test_parties_stop_with_a_message_when_the_server_dies_for_good(
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
+    # Prepare: parties that give up 4 s after losing the server
+    scenario = scenario_for(tmp_path / "deployment")
+    address = f"127.0.0.1:{free_port()}"
+    server = start_server(scenario, address)
+    parties = {p: start_party(scenario, p, address, "--set=give_up_s=4") for p in (1, 2)}
+    spawned += [server, *parties.values()]
+    wait_for_epoch(scenario, server, 1)
+
+    # Execute: the server dies and is not restarted
+    server.send_signal(signal.SIGKILL)
+    server.wait()
+    started = time.monotonic()
+    statuses = {p: process.wait(60) for p, process in parties.items()}
+
+    # Assert: both stop within seconds, saying what happened and what to do
+    assert statuses == {1: 2, 2: 2}
+    assert time.monotonic() - started < 30
+    for party in parties:
+        log = (scenario.root / f"party-{party}.log").read_text()
+        assert f"party {party}: lost the server at {address}" in log
+        assert "giving up in 4 s" in log
+        assert (
+            f"vfl: error: party {party} could not reach the server at {address} for" in log
+            and "giving up (restart it with --resume once the server runs)" in log
+        )
 
 
 def test_a_party_that_stops_answering_stops_the_run_after_the_retries_with_a_clear_error(

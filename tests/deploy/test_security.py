@@ -62,6 +62,21 @@ def test_a_party_without_valid_credentials_is_refused_with_the_reason(
     assert caught.value.code == code
 
 
+def test_a_refusal_of_an_unknown_party_names_no_party_of_the_run() -> None:
+    # Prepare: a run of parties 17 and 23; a caller claims to be party 4
+    auth = Authenticator({17: PartyCredential(GOOD), 23: PartyCredential(GOOD)}, mutual=False)
+
+    # Execute
+    with pytest.raises(RefusedError) as caught:
+        auth.check(metadata(party="4"), [])
+
+    # Assert: the caller hears that it is refused (negative control), never who is in the run
+    message = str(caught.value)
+    assert "party 4 is not in this run" in message
+    assert "17" not in message and "23" not in message
+    assert caught.value.code == "permission_denied"
+
+
 def test_without_mutual_tls_every_party_needs_a_token() -> None:
     with pytest.raises(ConfigError, match="party 2 has no credential"):
         Authenticator({1: PartyCredential(GOOD), 2: PartyCredential()}, mutual=False)

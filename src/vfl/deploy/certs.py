@@ -4,7 +4,8 @@ For trials and tests only: a real deployment uses certificates from the organisa
 Keys are ECDSA P-256; certificates are signed with SHA-256. Party certificates carry
 ``party-<id>`` as common name and as DNS subject alternative name, which is what the server
 checks under mutual TLS (``vfl.transport.security``). Private keys and tokens are written with
-mode 0600.
+mode 0600. Files already in the directory are never overwritten: without ``force`` their
+presence is an error, and with it they are first moved to a ``replaced-<UTC time>`` folder.
 """
 
 from __future__ import annotations
@@ -41,13 +42,14 @@ class PartyFiles:
 
 @dataclass(frozen=True)
 class PkiFiles:
-    """The files ``create_test_pki`` wrote."""
+    """The files ``create_test_pki`` wrote, and where the files it replaced went (if any)."""
 
     ca_cert: Path
     ca_key: Path
     server_cert: Path
     server_key: Path
     parties: dict[int, PartyFiles]
+    set_aside: Path | None = None
 
 
 def create_test_pki(
@@ -56,6 +58,7 @@ def create_test_pki(
     parties: Sequence[int],
     server_names: Sequence[str] = DEFAULT_SERVER_NAMES,
     days: int = 30,
+    force: bool = False,
 ) -> PkiFiles:
     """Write a CA, a server certificate for ``server_names``, and a certificate and token per party.
 
@@ -64,16 +67,15 @@ def create_test_pki(
         parties: The party ids.
         server_names: DNS names and IP addresses the parties dial the server by.
         days: Validity of every certificate.
+        force: Replace files of an earlier call, after moving them to
+            ``directory/replaced-<UTC time>/`` (keys are never deleted).
 
     Raises:
-        ConfigError: on an empty or invalid name list, a party id below 1, or ``days < 1``.
+        ConfigError: on an empty or invalid name list, a party id below 1, ``days < 1``, or
+            (without ``force``) a directory that already holds any of the files.
     """
-    if not server_names:
-        raise ConfigError("the server certificate needs at least one name (--server-name)")
-    if any(party < 1 for party in parties) or len(set(parties)) != len(parties):
-        raise ConfigError(f"party ids must be distinct integers >= 1, got {list(parties)}")
-    if days < 1:
-        raise ConfigError(f"days must be >= 1, got {days}")
+    _check_request(parties, server_names, days)
+    set_aside = _make_room(directory, _planned(directory, parties), force=force)
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_cert = _certificate(CA_NAME, ca_key, ca_key, CA_NAME, days, ca=True)
@@ -87,10 +89,52 @@ def create_test_pki(
         server_cert=_write_cert(directory / "server.pem", server_cert),
         server_key=_write_key(directory / "server.key", server_key),
         parties={},
+        set_aside=set_aside,
     )
     for party in parties:
         files.parties[party] = _party_files(directory, party, ca_key, days)
     return files
+
+
+def _check_request(parties: Sequence[int], server_names: Sequence[str], days: int) -> None:
+    if not server_names:
+        raise ConfigError("the server certificate needs at least one name (--server-name)")
+    if any(party < 1 for party in parties) or len(set(parties)) != len(parties):
+        raise ConfigError(f"party ids must be distinct integers >= 1, got {list(parties)}")
+    if days < 1:
+        raise ConfigError(f"days must be >= 1, got {days}")
+
+
+def _planned(directory: Path, parties: Sequence[int]) -> list[Path]:
+    """Every file ``create_test_pki`` writes into ``directory``."""
+    names = ["ca.pem", "ca.key", "server.pem", "server.key"]
+    for party in parties:
+        names += [f"{party_name(party)}{suffix}" for suffix in (".pem", ".key", ".token")]
+    return [directory / name for name in names]
+
+
+def _make_room(directory: Path, planned: Sequence[Path], *, force: bool) -> Path | None:
+    """Refuse to overwrite, or (``force``) move existing files aside; where they went."""
+    existing = [path for path in planned if path.exists()]
+    if not existing:
+        return None
+    names = ", ".join(path.name for path in existing)
+    if not force:
+        raise ConfigError(
+            f"{str(directory)!r} already holds {names}; writing a new CA would replace them."
+            " Choose another --out, or give --force to move them to a replaced-<time> folder"
+            " first"
+        )
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    aside = directory / f"replaced-{stamp}"
+    suffix = 1
+    while aside.exists():
+        suffix += 1
+        aside = directory / f"replaced-{stamp}-{suffix}"
+    aside.mkdir(mode=0o700)
+    for path in existing:
+        os.replace(path, aside / path.name)
+    return aside
 
 
 def _party_files(

@@ -50,6 +50,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="DNS name or IP the parties dial (repeatable; default: localhost and 127.0.0.1)",
     )
     certs.add_argument("--days", type=int, default=30, help="validity (default: 30)")
+    certs.add_argument(
+        "--force",
+        action="store_true",
+        help="replace files already in --out (they are moved to a replaced-<time> folder)",
+    )
     certs.set_defaults(handler=_certs)
 
 
@@ -109,7 +114,10 @@ def _certs(args: argparse.Namespace) -> int:
         parties=args.parties,
         server_names=args.server_name or DEFAULT_SERVER_NAMES,
         days=args.days,
+        force=args.force,
     )
+    if pki.set_aside is not None:
+        print(f"moved the files it replaces, keys included, to {pki.set_aside}")
     print(f"wrote a test CA, a server certificate and {len(pki.parties)} party certificates")
     print(f"and tokens to {args.out}; for RUN.toml:\n")
     for party, files in pki.parties.items():

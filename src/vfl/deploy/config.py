@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from vfl.config import DataConfig, RunConfig
-from vfl.config.fields import NonEmpty, Range, Satisfies
-from vfl.config.io import check, from_mapping, merge, parse_overrides, read_toml
+from vfl.config.fields import NonEmpty, Range
+from vfl.config.io import FieldError, check, from_mapping, merge, parse_overrides, read_toml
 from vfl.config.section import Section, rule
 from vfl.errors import ConfigError
+from vfl.transport.link import split_address
 from vfl.transport.retry import RetryPolicy
 from vfl.transport.security import PartyCredential
 
@@ -122,6 +123,11 @@ class DeploymentConfig(Section):
 
 
 @rule(DeploymentConfig)
+def _listen_is_an_address(deployment: DeploymentConfig) -> None:
+    check_address(deployment.listen, "listen", listen=True)
+
+
+@rule(DeploymentConfig)
 def _parties_are_distinct_and_authenticated(deployment: DeploymentConfig) -> None:
     ids = [p.id for p in deployment.parties]
     check(len(set(ids)) == len(ids), "parties", f"party ids must be distinct, got {ids}")
@@ -207,7 +213,7 @@ class PartyConfig(Section):
     """
 
     party_id: Annotated[int, PARTY_ID] = 0
-    server: Annotated[str, Satisfies(lambda s: ":" in s, "must be host:port")] = ""
+    server: Annotated[str, NonEmpty("name the server's host:port, e.g. localhost:50051")] = ""
     state_dir: Annotated[str, NonEmpty("name a directory for alignment and checkpoints")] = ""
     token_file: str = ""
     data: PartyDataConfig = field(default_factory=PartyDataConfig)
@@ -216,6 +222,22 @@ class PartyConfig(Section):
     keepalive_s: float = 20.0
     threads: Annotated[int, Range(ge=0, note="0 = torch's default")] = 0
     audit_log: str = ""
+
+
+@rule(PartyConfig)
+def _server_is_an_address(config: PartyConfig) -> None:
+    check_address(config.server, "server")
+
+
+def check_address(address: str, key: str, *, listen: bool = False) -> None:
+    """Raise ``FieldError(key, ...)`` unless ``address`` is ``host:port`` with a valid port.
+
+    ``listen``: an address to listen on, where port 0 picks a free port.
+    """
+    try:
+        split_address(address, listen=listen)
+    except ConfigError as error:
+        raise FieldError(key, str(error)) from None
 
 
 _PARTY_PATHS = {

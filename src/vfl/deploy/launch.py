@@ -1,11 +1,13 @@
 """``vfl launch RUN.toml``: the server and every party as local processes, for a one-machine trial.
 
 Each process is ``vfl server|party ...`` (run as ``python -m vfl.cli``) with its output in
-``RUN_DIR/logs/<name>.log``. Unless ``OMP_NUM_THREADS`` is set, each gets an equal share of the
-cores for torch's thread pool: more busy OpenMP threads than cores make training many times
-slower. The server listens on a free loopback port that it reports through
-a file; the parties are then started with that address. If any process fails, the others are
-stopped and the failure is reported with the end of its log.
+``RUN_DIR/logs/<name>.log``. The server's standard output (the per-epoch lines and the summary,
+as ``vfl run`` prints them) is also copied to this process's standard output as it comes.
+Unless ``OMP_NUM_THREADS`` is set, each process gets an equal share of the cores for torch's
+thread pool: more busy OpenMP threads than cores make training many times slower. The server
+listens on a free loopback port that it reports through a file; the parties are then started
+with that address. If any process fails, the others are stopped and the failure is reported
+with the end of its log.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class _Process:
     popen: subprocess.Popen[bytes]
     log_path: Path
     log_file: IO[bytes]
+    relay: threading.Thread | None = None
 
 
 def launch(
@@ -77,7 +80,8 @@ def launch(
     server_args = ["server", "--config", str(run_toml), "--run-dir", str(run_dir)]
     server_args += ["--port-file", str(port_file), "--set=deployment.listen=127.0.0.1:0"]
     env = _environment(len(deployment.parties) + 1)
-    processes = [_start("server", [python, "-m", "vfl.cli", *server_args, *extra], logs, env)]
+    server_command = [python, "-m", "vfl.cli", *server_args, *extra]
+    processes = [_start("server", server_command, logs, env, echo=True)]
     previous = _stop_on_sigterm()
     try:
         port = _wait_for_port(port_file, processes[0], start_timeout_s)
@@ -106,18 +110,42 @@ def _stop_on_sigterm() -> Any:
 
 
 def _environment(processes: int) -> dict[str, str]:
-    """This process's environment, with a fair share of the cores per process."""
+    """This process's environment, with a fair share of the cores per process.
+
+    Output is unbuffered, so that logs and the relayed epoch lines appear as they are written.
+    """
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // processes)))
+    env["PYTHONUNBUFFERED"] = "1"
     return env
 
 
-def _start(name: str, command: list[str], logs: Path, env: dict[str, str]) -> _Process:
+def _start(
+    name: str, command: list[str], logs: Path, env: dict[str, str], *, echo: bool = False
+) -> _Process:
+    """Start ``command`` logging to ``logs/<name>.log``; ``echo`` also relays its stdout here."""
     log_path = logs / f"{name}.log"
     log_file = log_path.open("ab")
-    popen = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env)
+    stdout: IO[bytes] | int = subprocess.PIPE if echo else log_file
+    popen = subprocess.Popen(command, stdout=stdout, stderr=log_file, env=env)
     log.info("started %s (pid %d), log %s", name, popen.pid, log_path)
-    return _Process(name, popen, log_path, log_file)
+    process = _Process(name, popen, log_path, log_file)
+    if echo:
+        assert popen.stdout is not None
+        process.relay = threading.Thread(
+            target=_relay, args=(popen.stdout, log_file), name=f"relay-{name}", daemon=True
+        )
+        process.relay.start()
+    return process
+
+
+def _relay(source: IO[bytes], log_file: IO[bytes]) -> None:
+    """Copy each line of ``source`` to ``log_file`` and to this process's standard output."""
+    for line in iter(source.readline, b""):
+        log_file.write(line)
+        log_file.flush()
+        sys.stdout.write(line.decode(errors="replace"))
+        sys.stdout.flush()
 
 
 def _wait_for_port(port_file: Path, server: _Process, timeout_s: float) -> int:
@@ -156,6 +184,8 @@ def _stop(processes: list[_Process]) -> None:
         except subprocess.TimeoutExpired:
             process.popen.kill()
             process.popen.wait()
+        if process.relay is not None:
+            process.relay.join(timeout=10)
         process.log_file.close()
 
 

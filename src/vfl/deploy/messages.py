@@ -97,12 +97,12 @@ class PsiBlindRequest(Message):
 @register(kind=63)
 @dataclass(frozen=True)
 class PsiResultRequest(Message):
-    """The intersection: which positions of the list you sent are shared, in canonical order.
+    """The intersection: which positions of the list you sent are held by every holder.
 
     Attributes:
         split: The split the result is for.
-        order: ``int64`` positions in your blinded list, shape ``(N_common,)``; entry ``r`` is
-            the position of the element with canonical rank ``r``.
+        order: ``int64`` positions in your blinded list, ascending, shape ``(N_common,)``.
+            Every holder orders the rows they name by ``vfl.deploy.psi.order_key``.
         alignment: The id under which to save the alignment (the same at every holder).
     """
 

@@ -24,7 +24,7 @@ import torch
 from vfl.config import RunConfig
 from vfl.config.io import from_mapping
 from vfl.deploy.alignment import Alignment
-from vfl.deploy.config import PartyConfig
+from vfl.deploy.config import PartyConfig, check_address
 from vfl.deploy.data import SPLITS, HolderSplit, encode_features, id_bytes, load_party_tables
 from vfl.deploy.messages import (
     CheckpointRequest,
@@ -38,6 +38,7 @@ from vfl.deploy.messages import (
 )
 from vfl.deploy.psi import PsiHolder
 from vfl.deploy.state import PartyState
+from vfl.deploy.tls import party_tls, read_token
 from vfl.errors import ProtocolError, WireError
 from vfl.results.metrics import Task
 from vfl.roles.party import Party
@@ -48,7 +49,6 @@ from vfl.seeding import derive_seed
 from vfl.transport.base import PartyEndpoint
 from vfl.transport.grpc_party import FrameHandler, PartyLink
 from vfl.transport.link import is_control
-from vfl.transport.security import PartyTls
 from vfl.wire import Ack, Message, Shutdown, decode
 from vfl.wire.frames import peek_kind
 
@@ -223,9 +223,13 @@ def run_party(config: PartyConfig, *, resume: bool = False, server: str = "") ->
         server: Dial this ``host:port`` instead of ``config.server``.
 
     Raises:
-        ConfigError, DataError: on bad configuration or data.
+        ConfigError, DataError: on bad configuration, credentials or data.
         ProtocolError: if the server refuses the party or stays unreachable.
     """
+    if server:
+        check_address(server, "--server")
+    tls = party_tls(config.tls)
+    token = read_token(config.token_file) if config.token_file else ""
     use_threads(config.threads)
     tables = load_party_tables(config.data)
     state = PartyState(Path(config.state_dir), resume=resume)
@@ -237,8 +241,8 @@ def run_party(config: PartyConfig, *, resume: bool = False, server: str = "") ->
         config.party_id,
         handler,
         address=server or config.server,
-        tls=party_tls(config),
-        token=Path(config.token_file).read_text().strip() if config.token_file else "",
+        tls=tls,
+        token=token,
         give_up_s=config.give_up_s,
         keepalive_s=config.keepalive_s,
     )
@@ -247,14 +251,3 @@ def run_party(config: PartyConfig, *, resume: bool = False, server: str = "") ->
     finally:
         (state.directory / "wire.json").write_text(json.dumps(link.wire.snapshot(), indent=2))
     log.info("party %d: the run is over", config.party_id)
-
-
-def party_tls(config: PartyConfig) -> PartyTls:
-    """The party's TLS material, read from the files its config names."""
-    tls = config.tls
-    return PartyTls(
-        root_ca=Path(tls.ca).read_bytes(),
-        cert_chain=Path(tls.cert).read_bytes() if tls.cert else b"",
-        private_key=Path(tls.key).read_bytes() if tls.key else b"",
-        server_name=tls.server_name,
-    )

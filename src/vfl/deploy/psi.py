@@ -14,8 +14,11 @@ libsodium's ``crypto_core_ed25519`` functions (PyNaCl). Notation, for holders ``
   ``(k_0 k_1 ... k_M) H(x)`` whoever owns it: equal elements mean equal IDs (up to hash
   collisions, probability about ``n^2 / L``).
 - The server intersects the fully blinded lists and tells each holder which positions of its
-  list are shared, in the canonical order (ascending fully blinded encoding), so every holder
-  orders its rows identically.
+  list are shared (ascending positions, so their order says nothing). Every holder then orders
+  its shared rows by ``order_key`` of their IDs, a public hash: the same order at every holder
+  and in every run over the same data, whatever the secret scalars and list orders were, and
+  unrelated to any holder's file order. A holder learns nothing from it: it already knows the
+  IDs of its own shared rows, and the order is a function of those alone.
 
 What each role learns (semi-honest, non-colluding holders; decisional Diffie-Hellman in the
 group): a party sees only lists blinded by at least one key it does not hold, so it learns
@@ -40,6 +43,7 @@ from vfl.errors import WireError
 
 POINT_BYTES = 32
 DOMAIN = b"vfl-psi-v1/edwards25519/"
+ORDER_DOMAIN = b"vfl-psi-v1/row-order/"
 
 
 def hash_to_group(value: bytes) -> bytes:
@@ -54,6 +58,16 @@ def hash_to_group(value: bytes) -> bytes:
     second = bindings.crypto_core_ed25519_from_uniform(digest[POINT_BYTES:])
     point: bytes = bindings.crypto_core_ed25519_add(first, second)
     return point
+
+
+def order_key(value: bytes) -> bytes:
+    """The key by which every holder sorts the shared IDs: SHA-256 of the ID, domain-separated.
+
+    Example:
+        >>> len(order_key(b"alice")), order_key(b"alice") < order_key(b"bob")
+        (32, False)
+    """
+    return hashlib.sha256(ORDER_DOMAIN + value).digest()
 
 
 def new_scalar() -> bytes:
@@ -80,6 +94,24 @@ def blind(points: bytes, scalar: bytes) -> bytes:
                 "a PSI list holds bytes that are not an element of the prime-order group"
             ) from None
     return b"".join(out)
+
+
+def first_invalid(points: bytes) -> int | None:
+    """The index of the first element that is not a point of the prime-order group, if any."""
+    for index, point in enumerate(split_points(points)):
+        if not bindings.crypto_core_ed25519_is_valid_point(point):
+            return index
+    return None
+
+
+def first_repeat(points: bytes) -> tuple[int, int] | None:
+    """The indices ``(earlier, later)`` of the first element that occurs twice, if any."""
+    seen: dict[bytes, int] = {}
+    for index, point in enumerate(split_points(points)):
+        if point in seen:
+            return seen[point], index
+        seen[point] = index
+    return None
 
 
 def split_points(points: bytes) -> list[bytes]:
@@ -126,28 +158,29 @@ class PsiHolder:
         """Another holder's list, times the own scalar, in the order received."""
         return blind(points, self._scalar)
 
-    def rows(self, order: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """Own row positions in canonical order, from the positions the server sent back.
+    def rows(self, shared: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Own row positions of the shared IDs, sorted by ``order_key`` of the IDs.
+
+        Args:
+            shared: Positions in the sent list of the elements every holder has.
 
         Raises:
-            WireError: unless ``order`` holds distinct positions of the sent list.
+            WireError: unless ``shared`` holds distinct positions of the sent list.
         """
-        order = np.asarray(order)
-        if order.ndim != 1 or order.dtype != np.int64:
-            raise WireError(f"a PSI result must be 1-D int64, got {order.dtype} {order.shape}")
-        if len(order) and (order.min() < 0 or order.max() >= self.size):
+        shared = np.asarray(shared)
+        if shared.ndim != 1 or shared.dtype != np.int64:
+            raise WireError(f"a PSI result must be 1-D int64, got {shared.dtype} {shared.shape}")
+        if len(shared) and (shared.min() < 0 or shared.max() >= self.size):
             raise WireError(f"a PSI result names positions outside [0, {self.size - 1}]")
-        if len(np.unique(order)) != len(order):
+        if len(np.unique(shared)) != len(shared):
             raise WireError("a PSI result repeats a position")
-        rows: npt.NDArray[np.int64] = self._order[order]
-        return rows
+        rows = self._order[shared].tolist()
+        rows.sort(key=lambda row: (order_key(self._ids[row]), self._ids[row]))
+        return np.array(rows, dtype=np.int64)
 
 
 def intersect(lists: Sequence[bytes]) -> list[npt.NDArray[np.int64]]:
-    """For each fully blinded list, the positions of shared elements in canonical order.
-
-    The canonical order sorts the shared elements by their encoding; entry ``r`` of every
-    result is the position, in that holder's list, of the element of rank ``r``.
+    """For each fully blinded list, the ascending positions of the elements every list holds.
 
     Raises:
         WireError: if a list repeats an element (distinct IDs cannot collide in practice).
@@ -159,5 +192,5 @@ def intersect(lists: Sequence[bytes]) -> list[npt.NDArray[np.int64]]:
         if len(index) != len(elements):
             raise WireError(f"holder {holder}'s fully blinded list repeats an element")
         positions.append(index)
-    common = sorted(set.intersection(*(set(index) for index in positions)))
-    return [np.array([index[p] for p in common], dtype=np.int64) for index in positions]
+    common = set.intersection(*(set(index) for index in positions))
+    return [np.array(sorted(index[p] for p in common), dtype=np.int64) for index in positions]

@@ -27,10 +27,11 @@ import torch
 from vfl.config import RunConfig
 from vfl.config.io import to_toml
 from vfl.deploy.alignment import Alignment, align
-from vfl.deploy.config import DeploymentConfig, ServerTlsConfig, party_view
+from vfl.deploy.config import DeploymentConfig, party_view
 from vfl.deploy.control import ask
 from vfl.deploy.data import LabelTables, load_labels
 from vfl.deploy.messages import CheckpointRequest, ControlAck, SetupReply, SetupRequest
+from vfl.deploy.tls import server_tls
 from vfl.errors import ConfigError, DataError, ProtocolError
 from vfl.results.compute import RoundCompute
 from vfl.results.files import CHECKPOINT, CONFIG, METRICS, RunDirectory
@@ -149,13 +150,15 @@ def run_server(
         port_file: Write the port the server listens on here, once it listens.
 
     Raises:
-        ConfigError: if ``run_dir`` already holds a run (without ``resume``) or none (with it).
-        ProtocolError: if parties fail and do not recover.
+        ConfigError: if a TLS file is missing, unparsable, mismatched or expired (checked
+            first), or ``run_dir`` already holds a run (without ``resume``) or none (with it).
+        ProtocolError: if parties fail and do not recover, naming them.
     """
+    tls = server_tls(deployment.tls)
     run = _run_directory(run_dir, resume)
     use_threads(config.train.threads)
     labels = load_labels(config.data)
-    transport = _listen(deployment)
+    transport = _listen(deployment, tls)
     finished = False
     try:
         if port_file is not None:
@@ -172,10 +175,10 @@ def run_server(
             transport.close()
 
 
-def _listen(deployment: DeploymentConfig) -> GrpcTransport:
+def _listen(deployment: DeploymentConfig, tls: ServerTls) -> GrpcTransport:
     return GrpcTransport(
         deployment.credentials(),
-        tls=server_tls(deployment.tls),
+        tls=tls,
         listen=deployment.listen,
         policy=deployment.retry_policy(),
         control_timeout_s=deployment.setup_timeout_s,
@@ -207,16 +210,6 @@ def _prepare(
     if not resume:  # modules may draw from the global RNG (dropout): make runs repeatable
         torch.manual_seed(derive_seed(config.train.seed, "torch-global"))
     return _build(config, labels, alignment, coordinator, run, resume)
-
-
-def server_tls(config: ServerTlsConfig) -> ServerTls:
-    """The server's TLS material, read from the files its config names."""
-    return ServerTls(
-        cert_chain=Path(config.cert).read_bytes(),
-        private_key=Path(config.key).read_bytes(),
-        client_ca=Path(config.ca).read_bytes() if config.ca else b"",
-        mutual=config.mutual,
-    )
 
 
 def _run_directory(run_dir: Path, resume: bool) -> RunDirectory:

@@ -3,9 +3,14 @@
 A party opens one stream to the server and answers every request frame with the reply frame its
 handler (usually ``PartyEndpoint.handle_frame``) returns. It keeps its last replies by message id:
 a request sent again after a lost reply is answered from that cache, so a gradient is never
-applied twice. If the stream breaks, the party dials again with exponential backoff and jitter,
-and gives up only after ``give_up_s`` seconds without the server. A refusal of its credentials is
-final. The party stops after answering ``Shutdown``.
+applied twice. If the stream breaks, or the server is not up yet, the party dials again with
+exponential backoff and jitter, logging how long it will keep trying, and gives up after
+``give_up_s`` seconds without the server. What retrying cannot fix ends ``serve`` at once: a
+refusal of its credentials, a TLS handshake that fails on the certificates (on either side),
+and a server name that does not resolve before the first connection. A refusal because
+another process of the same party is connected is retried for a grace period (the other
+process may be a dead one the server has not noticed yet), then final. The party stops after
+answering ``Shutdown``.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from enum import Enum
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -31,15 +36,18 @@ from vfl.transport.chunks import (
     iter_frames,
     split_frame,
 )
-from vfl.transport.link import METHOD, FailureReply, WireCounters, grpc_options
-from vfl.transport.retry import RetryPolicy
+from vfl.transport.link import METHOD, FailureReply, WireCounters, grpc_options, split_address
+from vfl.transport.retry import Attempt, Dialing, RetryPolicy
 from vfl.transport.security import (
     METADATA_INSTANCE,
     METADATA_PARTY,
     METADATA_TOKEN,
+    HandshakeError,
     PartyTls,
     RefusalCode,
     RefusedError,
+    handshake_problem,
+    rejected_certificate,
 )
 from vfl.wire import Shutdown, encode
 from vfl.wire.frames import DEFAULT_MAX_BYTES, HEADER, peek_kind
@@ -50,16 +58,21 @@ FrameHandler = Callable[[bytes], bytes]
 """Request frame in, reply frame out (``PartyEndpoint.handle_frame``)."""
 
 REPLY_CACHE_SIZE = 8
+REPORT_EVERY_S = 5.0
+"""Least time between two log lines about a server that cannot be reached."""
 _REFUSALS: dict[Any, RefusalCode] = {
     grpc.StatusCode.UNAUTHENTICATED: "unauthenticated",
     grpc.StatusCode.PERMISSION_DENIED: "permission_denied",
 }
+_UNRESOLVED = ("DNS resolution failed", "errors resolving", "hostname lookup error")
 
 
-class _Outcome(Enum):
-    STOPPED = "stopped"  # answered Shutdown, or stop() was called
-    LOST = "lost"  # the stream broke after it was accepted
-    UNREACHABLE = "unreachable"  # no stream was accepted this time
+@dataclass(frozen=True)
+class _Ended:
+    """How one connection attempt ended: stopped (``None``) or a failure, and gRPC's details."""
+
+    failure: Attempt | None
+    details: str = ""
 
 
 class PartyLink:
@@ -78,6 +91,9 @@ class PartyLink:
         chunk_bytes: Frame bytes per chunk.
         keepalive_s: Interval of keepalive pings on an idle stream.
         rng: Source of the backoff jitter (fresh entropy by default).
+        duplicate_grace_s: How long to keep dialing while the server says another process
+            of this party is connected (default: 2.5 keepalive intervals, about the time
+            the server takes to notice a dead connection).
     """
 
     def __init__(
@@ -94,7 +110,9 @@ class PartyLink:
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
         keepalive_s: float = 20.0,
         rng: np.random.Generator | None = None,
+        duplicate_grace_s: float | None = None,
     ) -> None:
+        self.host, _ = split_address(address)
         self.party_id = party_id
         self.handler = handler
         self.address = address
@@ -108,6 +126,9 @@ class PartyLink:
         self._chunk_bytes = chunk_bytes
         self._keepalive_s = keepalive_s
         self._rng = rng if rng is not None else np.random.default_rng()
+        self.duplicate_grace_s = (
+            2.5 * keepalive_s if duplicate_grace_s is None else duplicate_grace_s
+        )
         self._replies: OrderedDict[int, list[bytes]] = OrderedDict()
         self._stopping = threading.Event()
         self._call: grpc.Call | None = None
@@ -116,25 +137,67 @@ class PartyLink:
         """Answer requests until ``Shutdown`` (or ``stop``), reconnecting as needed.
 
         Raises:
-            RefusedError: if the server refuses this party's credentials.
-            ProtocolError: if the server stays unreachable for ``give_up_s`` seconds.
+            RefusedError: if the server refuses this party (credentials, or a second process
+                of the same party past the grace period).
+            HandshakeError: if the TLS handshake fails on the certificates.
+            ProtocolError: if the server's name does not resolve before the first connection,
+                or the server stays unreachable for ``give_up_s`` seconds.
         """
-        without_server_since = time.monotonic()
-        retry = 0
+        dialing = Dialing(self.give_up_s, self.duplicate_grace_s, since=time.monotonic())
         while True:
-            outcome = self._session()
-            if outcome is _Outcome.STOPPED or self._stopping.is_set():
+            ended = self._session()
+            if ended.failure is None or self._stopping.is_set():
                 return
-            if outcome is _Outcome.LOST:
-                without_server_since, retry = time.monotonic(), 0
-            waited = time.monotonic() - without_server_since
-            if waited > self.give_up_s:
-                raise ProtocolError(
-                    f"party {self.party_id} could not reach the server at {self.address} for"
-                    f" {waited:.0f} s; giving up (restart it with --resume once the server runs)"
-                )
-            retry += 1
-            self._stopping.wait(self.policy.delay(retry, rng=self._rng))
+            self._judge(ended, dialing)
+            delay = self.policy.delay(dialing.retry, rng=self._rng)
+            self._report(ended, dialing, delay)
+            self._stopping.wait(delay)
+
+    def _judge(self, ended: _Ended, dialing: Dialing) -> None:
+        """Count a failed attempt; raise once retrying is pointless or ``give_up_s`` passed."""
+        assert ended.failure is not None
+        now = time.monotonic()
+        verdict = dialing.failed(ended.failure, now)
+        if verdict == "closed":
+            why = rejected_certificate(self.address, self.tls, dialing.closures)
+            raise HandshakeError(f"party {self.party_id}: {why}")
+        if verdict == "duplicate":
+            raise RefusedError(self._refusal(ended.details), "already_connected")
+        if verdict == "unresolved":
+            raise ProtocolError(
+                f"party {self.party_id} cannot resolve the server's name {self.host!r}"
+                f" (server address {self.address!r}): {ended.details}"
+            )
+        if verdict == "give up":
+            raise ProtocolError(
+                f"party {self.party_id} could not reach the server at {self.address} for"
+                f" {now - dialing.since:.0f} s; giving up (restart it with --resume once the"
+                " server runs)"
+            )
+
+    def _report(self, ended: _Ended, dialing: Dialing, delay: float) -> None:
+        """Log why the party is still dialing and how long it will go on (rate-limited)."""
+        now = time.monotonic()
+        reason = _last_error(ended.details)
+        if ended.failure is Attempt.LOST:
+            what = f"lost the server at {self.address} ({reason}); dialing again"
+        elif now - dialing.reported < REPORT_EVERY_S:
+            return
+        elif ended.failure is Attempt.DUPLICATE:
+            what = f"{self._refusal(ended.details)}; dialing again"
+        else:
+            what = f"the server at {self.address} is not reachable ({reason})"
+        log.warning(
+            "party %d: %s; next try in %.1f s, giving up in %.0f s",
+            self.party_id,
+            what,
+            delay,
+            dialing.left_s(now),
+        )
+        dialing.reported = now
+
+    def _refusal(self, details: str) -> str:
+        return f"the server at {self.address} refused party {self.party_id}: {details}"
 
     def stop(self) -> None:
         """Close the stream and make ``serve`` return (from another thread)."""
@@ -152,7 +215,7 @@ class PartyLink:
         if call is not None:
             call.cancel()
 
-    def _session(self) -> _Outcome:
+    def _session(self) -> _Ended:
         outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         options = grpc_options(chunk_bytes=self._chunk_bytes, keepalive_s=self._keepalive_s)
         channel = grpc.secure_channel(
@@ -181,9 +244,7 @@ class PartyLink:
             pairs.append((METADATA_TOKEN, self._token))
         return tuple(pairs)
 
-    def _answer_all(
-        self, call: Iterator[bytes], outbox: queue.SimpleQueue[bytes | None]
-    ) -> _Outcome:
+    def _answer_all(self, call: Iterator[bytes], outbox: queue.SimpleQueue[bytes | None]) -> _Ended:
         reassembler = Reassembler(max_bytes=self._max_bytes, chunk_bytes=self._chunk_bytes)
         for item in iter_frames(self._counted(call), reassembler):
             if isinstance(item, WireError):
@@ -196,8 +257,8 @@ class PartyLink:
             if stop:
                 outbox.put(None)  # half-close; the server then ends the stream
                 _drain(call)
-                return _Outcome.STOPPED
-        return _Outcome.LOST
+                return _Ended(None)
+        return _Ended(Attempt.LOST, "the stream ended")
 
     def _counted(self, call: Iterator[bytes]) -> Iterator[bytes]:
         for raw in call:
@@ -229,24 +290,31 @@ class PartyLink:
             self._replies.popitem(last=False)
         return chunks, stop
 
-    def _ended(self, error: grpc.RpcError, accepted: bool) -> _Outcome:
+    def _ended(self, error: grpc.RpcError, accepted: bool) -> _Ended:
         if self._stopping.is_set():
-            return _Outcome.STOPPED
-        code = error.code()
+            return _Ended(None)
+        code, details = error.code(), str(error.details() or "")
         if code in _REFUSALS:
-            raise RefusedError(
-                f"the server at {self.address} refused party {self.party_id}: {error.details()}",
-                _REFUSALS[code],
+            raise RefusedError(self._refusal(details), _REFUSALS[code]) from None
+        if code == grpc.StatusCode.ALREADY_EXISTS:
+            return _Ended(Attempt.DUPLICATE, details)
+        if accepted:
+            return _Ended(Attempt.LOST, details)
+        problem = handshake_problem(details, self.tls, self.host)
+        if problem is not None:
+            raise HandshakeError(
+                f"party {self.party_id} does not accept the server at {self.address}: {problem}"
             ) from None
-        log.warning(
-            "party %d: stream to %s %s (%s: %s)",
-            self.party_id,
-            self.address,
-            "broke" if accepted else "could not be opened",
-            code.name if code is not None else "?",
-            error.details(),
-        )
-        return _Outcome.LOST if accepted else _Outcome.UNREACHABLE
+        if any(marker in details for marker in _UNRESOLVED):
+            return _Ended(Attempt.UNRESOLVED, details)
+        if details.endswith("Socket closed"):
+            return _Ended(Attempt.CLOSED, details)
+        return _Ended(Attempt.UNREACHABLE, details)
+
+
+def _last_error(details: str) -> str:
+    """The last reason in gRPC's error details (``Connection refused``), for log lines."""
+    return details.rsplit(": ", 1)[-1] or "no details"
 
 
 def _drain(call: Iterator[bytes]) -> None:

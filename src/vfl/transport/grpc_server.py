@@ -29,11 +29,11 @@ from vfl.transport.link import (
     SERVICE_NAME,
     FailureReply,
     PartyRestartedError,
-    PartyUnavailableError,
     RemoteFailure,
     WireCounters,
     grpc_options,
     is_control,
+    split_address,
 )
 from vfl.transport.pending import Pending, PendingTable
 from vfl.transport.security import Authenticator, RefusedError, ServerTls
@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 _STATUS = {
     "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
     "permission_denied": grpc.StatusCode.PERMISSION_DENIED,
+    "already_connected": grpc.StatusCode.ALREADY_EXISTS,
 }
 
 
@@ -102,6 +103,7 @@ class PartyStreams:
         self._server = self._start(listen, tls, keepalive_s)
 
     def _start(self, listen: str, tls: ServerTls, keepalive_s: float) -> grpc.Server:
+        split_address(listen, listen=True)  # grpc would silently wrap a port out of range
         handler = grpc.method_handlers_generic_handler(
             SERVICE_NAME, {METHOD_NAME: grpc.stream_stream_rpc_method_handler(self._serve)}
         )
@@ -117,26 +119,25 @@ class PartyStreams:
         except RuntimeError as error:
             raise ConfigError(f"cannot listen on {listen!r}: {error}") from None
         if port == 0:
-            raise ConfigError(f"cannot listen on {listen!r} (address in use or invalid?)")
+            raise ConfigError(
+                f"cannot listen on {listen!r}: the address is in use, or not one of this host's"
+            )
         self.port: int = port
         server.start()
         log.info("listening on %s (port %d)", listen, port)
         return server
 
-    def wait_for_parties(self, timeout: float, parties: Sequence[int] | None = None) -> None:
-        """Block until every party (or each of ``parties``) has an open stream.
+    def wait_for_parties(self, timeout: float, parties: Sequence[int] | None = None) -> list[int]:
+        """Wait up to ``timeout`` until every party (or each of ``parties``) has an open stream.
 
-        Raises:
-            PartyUnavailableError: naming the parties still missing after ``timeout`` seconds.
+        Returns:
+            The parties still missing (empty once all are connected).
         """
         wanted = set(self._party_ids if parties is None else parties)
         condition = self._pending.condition
         with condition:
-            if not condition.wait_for(lambda: wanted <= set(self._streams), timeout):
-                missing = sorted(wanted - set(self._streams))
-                raise PartyUnavailableError(
-                    f"parties {missing} did not connect within {timeout:g} s"
-                )
+            condition.wait_for(lambda: wanted <= set(self._streams), timeout)
+            return sorted(wanted - set(self._streams))
 
     def connected(self) -> dict[int, str]:
         """The process instance of every party with an open stream."""
@@ -186,17 +187,33 @@ class PartyStreams:
         ]
         try:
             party, instance = self._auth.check(metadata, names)
+            stream = self._attach(party, instance)
         except RefusedError as error:
             log.warning("refused a connection from %s: %s", context.peer(), error)
             context.abort(_STATUS[error.code], str(error))
             raise  # abort raised already; this keeps the control flow explicit
-        context.send_initial_metadata((("vfl-accepted", "1"),))
-        return party, self._attach(party, instance)
+        try:
+            context.send_initial_metadata((("vfl-accepted", "1"),))
+        except Exception:
+            self._detach(party, stream)
+            raise
+        return party, stream
 
     def _attach(self, party: int, instance: str) -> _Stream:
+        """Make ``instance`` the open stream of ``party``, resending its open requests.
+
+        Raises:
+            RefusedError: if another process of the party has an open stream.
+        """
         stream = _Stream(instance)
         with self._pending.condition:
             old = self._streams.get(party)
+            if old is not None and old.instance != instance:
+                raise RefusedError(
+                    f"party {party} is already connected from another process; a second"
+                    f" process with party id {party} is refused (stop one of them)",
+                    "already_connected",
+                )
             self._streams[party] = stream
             self._away_since.pop(party, None)
             self._pending.condition.notify_all()
@@ -210,6 +227,15 @@ class PartyStreams:
         how = "reconnected" if old is not None else "connected"
         log.info("party %d %s (process %s)", party, how, instance)
         return stream
+
+    def _detach(self, party: int, stream: _Stream) -> None:
+        """Forget ``stream`` if it is still the party's open stream."""
+        with self._pending.condition:
+            if self._streams.get(party) is stream:
+                del self._streams[party]
+                self._away_since[party] = time.monotonic()
+                log.info("party %d disconnected", party)
+        stream.close()
 
     def _read(self, party: int, stream: _Stream, requests: Iterator[bytes]) -> None:
         reassembler = Reassembler(max_bytes=self._max_bytes, chunk_bytes=self._chunk_bytes)
@@ -228,12 +254,7 @@ class PartyStreams:
         except Exception as error:  # the stream broke: the party reconnects or times out
             log.debug("stream of party %d ended: %r", party, error)
         finally:
-            with self._pending.condition:
-                if self._streams.get(party) is stream:
-                    del self._streams[party]
-                    self._away_since[party] = time.monotonic()
-                    log.info("party %d disconnected", party)
-            stream.close()
+            self._detach(party, stream)
 
     def _deliver(self, party: int, stream: _Stream, message_id: int, frame: bytes) -> None:
         pending = self._pending.get(message_id)
@@ -285,6 +306,10 @@ class PartyStreams:
         if party in self._streams:
             return None
         return time.monotonic() - self._away_since.get(party, self._created)
+
+    def ever_connected(self, party: int) -> bool:
+        """Whether ``party`` has had an open stream since the server started."""
+        return party in self._streams or party in self._away_since
 
     def transmit(self, pending: Pending) -> None:
         """Write a request to its party's stream, if one is open (else it waits to reconnect).

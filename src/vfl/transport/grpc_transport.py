@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 ABSENCE_POLL_S = 0.25
 """How often a wait checks whether a disconnected party has been away too long."""
+REPORT_EVERY_S = 10.0
+"""How often ``wait_for_parties`` logs the parties it is still waiting for."""
 
 
 class GrpcTransport(Transport):
@@ -116,13 +118,52 @@ class GrpcTransport(Transport):
         """End every stream and stop serving."""
         self.streams.close()
 
-    def wait_for_parties(self, timeout: float, parties: Sequence[int] | None = None) -> None:
+    def wait_for_parties(
+        self,
+        timeout: float,
+        parties: Sequence[int] | None = None,
+        *,
+        report_every_s: float = REPORT_EVERY_S,
+    ) -> None:
         """Block until every party (or each of ``parties``) has an open stream.
 
+        Every ``report_every_s`` seconds it logs which parties it is waiting for, how long each
+        has been away, and when it will give up.
+
         Raises:
-            PartyUnavailableError: naming the parties still missing after ``timeout`` seconds.
+            PartyUnavailableError: naming the parties still missing after ``timeout`` seconds
+                and how long each has been away.
         """
-        self.streams.wait_for_parties(timeout, parties)
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            missing = self.streams.wait_for_parties(min(max(left, 0), report_every_s), parties)
+            if not missing:
+                return
+            if time.monotonic() >= deadline:
+                raise PartyUnavailableError(
+                    f"parties {missing} did not connect within {timeout:g} s"
+                    f" ({self.absences(missing)})"
+                )
+            log.warning(
+                "waiting for parties %s (%s); giving up in %.0f s",
+                missing,
+                self.absences(missing),
+                deadline - time.monotonic(),
+            )
+
+    def absences(self, parties: Sequence[int]) -> str:
+        """How long each of ``parties`` has been away (``party 2 disconnected 31 s ago``)."""
+        words = []
+        for party in parties:
+            away = self.streams.away_for(party)
+            if away is None:
+                continue
+            if self.streams.ever_connected(party):
+                words.append(f"party {party} disconnected {away:.0f} s ago")
+            else:
+                words.append(f"party {party} never connected, waited {away:.0f} s")
+        return "; ".join(words) or "all connected"
 
     def connected(self) -> dict[int, str]:
         """The process instance of every party with an open stream."""

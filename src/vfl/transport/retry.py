@@ -3,11 +3,14 @@
 The delay before retry ``n`` (1-based) is ``min(max_backoff_s, backoff_s * 2 ** (n - 1))``,
 shrunk by a random fraction of at most ``jitter`` so that many waiting peers do not retry in
 lock step (the "equal jitter" family of AWS's *Exponential Backoff and Jitter*, 2015).
+``Dialing`` decides, attempt by attempt, whether a party dialing the server should go on.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Literal
 
 import numpy as np
 
@@ -72,3 +75,66 @@ class RetryPolicy:
             for n in range(1, self.attempts)
         )
         return waits + sum(ceilings)
+
+
+class Attempt(Enum):
+    """How a party's connection attempt failed."""
+
+    LOST = "lost"  # an accepted stream broke
+    UNREACHABLE = "unreachable"  # no connection (refused, timed out, ...)
+    UNRESOLVED = "unresolved"  # the server's name did not resolve
+    CLOSED = "closed"  # the server closed the connection during the TLS handshake
+    DUPLICATE = "duplicate"  # the server says another process of the party is connected
+
+
+Verdict = Literal["go on", "closed", "duplicate", "unresolved", "give up"]
+"""What to do after a failed attempt: dial again, or stop and why."""
+
+
+@dataclass
+class Dialing:
+    """A party's failed attempts since it last had (or first wanted) the server.
+
+    Attributes:
+        give_up_s: Seconds without the server after which to stop.
+        duplicate_grace_s: Seconds to go on while the server says another process of the
+            party is connected (it may be a dead one the server has not noticed yet).
+        closures_limit: Connections closed during the TLS handshake, in a row, after which
+            the server is taken to reject the party's certificate (a restarting server refuses
+            connections instead of closing them).
+        since: When the current run of attempts began (``time.monotonic``).
+    """
+
+    give_up_s: float
+    duplicate_grace_s: float
+    closures_limit: int = 3
+    since: float = 0.0
+    retry: int = 0
+    closures: int = 0
+    duplicate_since: float | None = None
+    connected_once: bool = False
+    reported: float = field(default=float("-inf"))
+
+    def failed(self, attempt: Attempt, now: float) -> Verdict:
+        """Count one failed attempt at time ``now``; what to do next."""
+        if attempt is Attempt.LOST:
+            self.since, self.retry, self.connected_once = now, 0, True
+        self.retry += 1
+        self.closures = self.closures + 1 if attempt is Attempt.CLOSED else 0
+        if attempt is not Attempt.DUPLICATE:
+            self.duplicate_since = None
+        elif self.duplicate_since is None:
+            self.duplicate_since = now
+        if self.closures >= self.closures_limit:
+            return "closed"
+        if self.duplicate_since is not None and now - self.duplicate_since > self.duplicate_grace_s:
+            return "duplicate"
+        if attempt is Attempt.UNRESOLVED and not self.connected_once:
+            return "unresolved"
+        return "give up" if now - self.since > self.give_up_s else "go on"
+
+    def left_s(self, now: float) -> float:
+        """Seconds until the party stops dialing, unless the server answers first."""
+        if self.duplicate_since is not None:
+            return max(0.0, self.duplicate_grace_s - (now - self.duplicate_since))
+        return max(0.0, self.give_up_s - (now - self.since))

@@ -8,14 +8,16 @@ Each party proves who it is with one or both of
 - a **token**: a secret the party sends in the call metadata; the server keeps only its SHA-256
   digest and compares digests in constant time.
 
-The server refuses a party id that is not in the run, a missing or wrong credential, and a
-certificate that names another party.
+The server refuses a party id that is not in the run, a missing or wrong credential, a
+certificate that names another party, and a second process of a party that is connected. A
+refusal never lists the run's party ids: a refused caller learns nothing about the run.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -29,15 +31,16 @@ METADATA_TOKEN = "vfl-token"
 METADATA_INSTANCE = "vfl-instance"
 """Call metadata a party sends: its id, its token (if any) and a random id of its process."""
 
-RefusalCode = Literal["unauthenticated", "permission_denied"]
+RefusalCode = Literal["unauthenticated", "permission_denied", "already_connected"]
 
 
 class RefusedError(ProtocolError):
     """The server refused a party's connection; retrying with the same credentials is useless.
 
     Attributes:
-        code: ``unauthenticated`` (missing or wrong credential) or ``permission_denied``
-            (a party that is not in the run).
+        code: ``unauthenticated`` (missing or wrong credential), ``permission_denied``
+            (a party that is not in the run) or ``already_connected`` (another process of
+            the same party holds the connection).
     """
 
     def __init__(self, message: str, code: RefusalCode = "unauthenticated") -> None:
@@ -99,12 +102,16 @@ class PartyTls:
         private_key: Its private key.
         server_name: The name to check in the server's certificate when it differs from the
             host in the address (for example when dialing an IP the certificate does not name).
+        ca_file: Where ``root_ca`` came from, to name it in errors.
+        cert_file: Where ``cert_chain`` came from, to name it in errors.
     """
 
     root_ca: bytes
     cert_chain: bytes = b""
     private_key: bytes = b""
     server_name: str = ""
+    ca_file: str = "the configured CA"
+    cert_file: str = "the configured certificate"
 
     def __post_init__(self) -> None:
         if bool(self.cert_chain) != bool(self.private_key):
@@ -176,10 +183,7 @@ class Authenticator:
         party = int(claimed)
         credential = self.credentials.get(party)
         if credential is None:
-            raise RefusedError(
-                f"party {party} is not in this run (parties: {sorted(self.credentials)})",
-                "permission_denied",
-            )
+            raise RefusedError(f"party {party} is not in this run", "permission_denied")
         if self.mutual and party_name(party) not in peer_names:
             raise RefusedError(
                 f"party {party}'s client certificate names {list(peer_names)}, not"
@@ -193,3 +197,61 @@ class Authenticator:
         if not instance:
             raise RefusedError(f"party {party} sent no process instance id")
         return party, instance
+
+
+class HandshakeError(ProtocolError):
+    """The TLS handshake with the server failed for a reason that retrying cannot fix."""
+
+
+_LIBRARY_REASON = re.compile(r"OPENSSL_internal:([A-Z0-9_]+)(?:: ([^:]+))?")
+
+
+def handshake_problem(details: str, tls: PartyTls, host: str) -> str | None:
+    """What a party's failed TLS handshake says about the certificates, or ``None``.
+
+    Args:
+        details: The gRPC error details of a connection that was never accepted.
+        tls: The party's TLS material (its file names go into the message).
+        host: The host the party dialed.
+
+    Returns:
+        A sentence naming the certificate problem and the file to check, or ``None`` when
+        ``details`` are not about the party's check of the server's certificate.
+    """
+    name = tls.server_name or host
+    if "Hostname Verification" in details or "No match found for server name" in details:
+        return (
+            f"the server's certificate does not name {name!r}, the name dialed: dial a name it"
+            " carries, or set tls.server_name to one"
+        )
+    if "andshake failed" not in details:
+        return None
+    found = _LIBRARY_REASON.search(details)
+    reason = (found.group(2) or found.group(1)).strip() if found else "no reason given"
+    if "expired" in reason or "not yet valid" in reason:
+        return f"the server's certificate is outside its validity period ({reason})"
+    if found is not None and found.group(1) in ("CERTIFICATE_VERIFY_FAILED", "BAD_SIGNATURE"):
+        return (
+            f"the server's certificate is not signed by the CA in {tls.ca_file} ({reason}):"
+            " give the CA that signed the server's certificate"
+        )
+    return f"the TLS handshake failed ({reason})"
+
+
+def rejected_certificate(address: str, tls: PartyTls, closures: int = 3) -> str:
+    """Why a server that keeps closing a party's TLS handshake is taken to reject it.
+
+    With TLS 1.3 a server checks the client's certificate after the client has finished its
+    handshake, so a party only sees the connection closed, never the reason; a server that
+    is merely restarting refuses connections instead.
+    """
+    closed = (
+        f"the server at {address} closed the connection during the TLS handshake {closures}"
+        " times in a row"
+    )
+    if not tls.cert_chain:
+        return f"{closed}: it requires a client certificate (mutual TLS) and tls.cert is not set"
+    return (
+        f"{closed}: it does not accept this party's certificate {tls.cert_file} (signed by a CA"
+        " the server does not trust, expired, or not a client certificate)"
+    )

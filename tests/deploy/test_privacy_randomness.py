@@ -1,0 +1,121 @@
+"""A deployment's PBM noise never comes from ``train.seed``, a value the server chooses.
+
+The server refuses ``privacy.randomness = "seeded"``, a party refuses a setup that asks for it,
+and two deployments with the same seed draw different noise (while two deployments without
+PBM end identically: the control).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal
+
+import pytest
+import torch
+
+from tests.deploy.scenario import Scenario, make_scenario, run_launch
+from tests.deploy.test_deployment import VARIANTS, Variant
+from tests.deploy.test_psi import party_tables
+from vfl.cli import main
+from vfl.config.io import to_toml
+from vfl.deploy.config import load_run_config, party_view
+from vfl.deploy.messages import SetupRequest
+from vfl.deploy.party import PartyRuntime
+from vfl.deploy.state import PartyState
+from vfl.errors import ConfigError, ProtocolError
+from vfl.privacy.secure_sum import mechanism_generator
+from vfl.seeding import derive_seed
+
+PBM: Variant = VARIANTS["pbm-secure-sum"]
+
+
+def test_vfl_server_refuses_seeded_privacy_randomness(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    scenario = make_scenario(tmp_path, **PBM)
+
+    # Execute
+    status = main(
+        ["server", "--config", str(scenario.run_toml), "--set", "privacy.randomness=seeded"]
+    )
+
+    # Assert
+    assert status == 2
+    assert (
+        "privacy.randomness = 'seeded' is refused in a deployment: the server chooses"
+        " train.seed" in capsys.readouterr().err
+    )
+
+
+def setup_request(scenario: Scenario, randomness: Literal["auto", "seeded"]) -> SetupRequest:
+    config, _ = load_run_config(scenario.run_toml)
+    config = replace(config, privacy=replace(config.privacy, randomness=randomness))
+    return SetupRequest(
+        round=0,
+        config=to_toml(party_view(config)),
+        alignment="a1b2",
+        restore_round=-1,
+        num_parties=2,
+        num_classes=2,
+        labels=torch.zeros(0, dtype=torch.int64),
+    )
+
+
+def test_a_party_refuses_a_setup_that_asks_for_seeded_noise(tmp_path: Path) -> None:
+    # Prepare
+    scenario = make_scenario(tmp_path, **PBM)
+    tables = party_tables({"train": ["a", "b"], "test": ["c"]}, seed=0)
+    runtime = PartyRuntime(1, tables, PartyState(tmp_path / "state", resume=False))
+
+    # Execute / Assert
+    with pytest.raises(ProtocolError) as caught:
+        runtime.handle(setup_request(scenario, "seeded"))
+    assert str(caught.value) == (
+        "party 1 refuses the run: privacy.randomness = 'seeded' would derive its noise from"
+        " train.seed, a value the server chose"
+    )
+    # Assert: the control: "auto" passes that check (and stops later: nothing was aligned)
+    with pytest.raises(ConfigError, match="no alignment 'a1b2'"):
+        runtime.handle(setup_request(scenario, "auto"))
+
+
+def launched(root: Path, variant: Variant) -> Scenario:
+    scenario = make_scenario(root, **variant)
+    result = run_launch(scenario)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return scenario
+
+
+def head_of(scenario: Scenario) -> dict[str, torch.Tensor]:
+    checkpoint = torch.load(scenario.run_dir / "checkpoint.pt", weights_only=True)
+    head: dict[str, torch.Tensor] = checkpoint["session"]["trainer"]["server"]["head"]
+    return head
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism", ["pbm", "none"])
+def test_two_deployments_with_the_same_seed_draw_fresh_pbm_noise(
+    mechanism: str, tmp_path: Path
+) -> None:
+    # Prepare
+    variant = PBM if mechanism == "pbm" else Variant()
+
+    # Execute: two fresh deployments of the same data, config and train.seed
+    first, second = (launched(tmp_path / name, variant) for name in ("first", "second"))
+
+    # Assert
+    same = [torch.equal(head_of(first)[k], v) for k, v in head_of(second).items()]
+    if mechanism == "none":  # the control: without noise, the deployments are identical
+        assert all(same)
+        return
+    assert not all(same)
+    seed = load_run_config(first.run_toml)[0].train.seed
+    seeded = mechanism_generator(derive_seed(seed, "pbm", 1), secure_rng=False).get_state()
+    states = [
+        torch.load(s.state_dir(1) / "checkpoint-0.pt", weights_only=True)["role"]["privacy"]
+        for s in (first, second)
+    ]
+    assert not torch.equal(states[0]["generator"], states[1]["generator"])
+    assert all(not torch.equal(state["generator"], seeded) for state in states)
