@@ -4,45 +4,99 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import sys
+import tempfile
+import tomllib
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from vfl.config import RunConfig, load_config
-from vfl.config.io import from_mapping, merge, parse_overrides, read_toml
+from vfl.config import load_config
 from vfl.deploy.cli import register as register_deploy
 from vfl.errors import ConfigError, VflError
 from vfl.experiments.cli import register as register_experiments
 from vfl.privacy.cli import register as register_privacy
+from vfl.results.files import failure_line, saved_traceback
 
-RESUMABLE_KEYS = ("train.epochs", "output.progress")
 EXTRAS = {"grpc": "deploy", "google": "deploy", "nacl": "deploy", "matplotlib": "plots"}
 """Optional dependencies by top-level module, and the extra that installs each."""
+EXPECTED = (VflError, OSError)
+"""Failures a user can cause or fix (bad input, the file system, the network): one line, 2."""
+UNDECODABLE = (
+    json.JSONDecodeError,
+    UnicodeDecodeError,
+    tomllib.TOMLDecodeError,
+    pickle.UnpicklingError,
+    EOFError,
+)
+"""A file that is not what it should be, found where no layer below named it: one line that
+says where the traceback (which names the file) was saved, 2."""
+USER_ERROR, INTERNAL_ERROR, INTERRUPTED = 2, 1, 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``vfl`` console script; returns the exit status."""
+    """Entry point of the ``vfl`` console script; returns the exit status.
+
+    No traceback reaches the terminal: an expected failure prints one line (status 2); any
+    other exception prints one line saying where its full traceback was saved (status 1).
+    """
     parser = _parser()
     args = parser.parse_args(argv)
     try:
         status: int = args.handler(args)
         return status
-    except VflError as error:
-        print(f"vfl: error: {error}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        print("vfl: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except EXPECTED as error:
+        print(f"vfl: error: {failure_line(error)}", file=sys.stderr)
+        return USER_ERROR
     except ModuleNotFoundError as error:
         extra = EXTRAS.get((error.name or "").partition(".")[0])
         if extra is None:
-            raise
+            return _internal_error(error)
         print(
             f"vfl: error: `vfl {args.command}` needs {error.name!r}, an optional dependency:"
             f" pip install 'vfl[{extra}]'",
             file=sys.stderr,
         )
-        return 2
-    except KeyboardInterrupt:
-        print("vfl: interrupted; resume with `vfl run --resume RUN_DIR`", file=sys.stderr)
-        return 130
+        return USER_ERROR
+    except UNDECODABLE as error:
+        where = _traceback_file(error)
+        print(
+            f"vfl: error: a file is cut short or not in its format ({failure_line(error)});"
+            f" {where}",
+            file=sys.stderr,
+        )
+        return USER_ERROR
+    except Exception as error:
+        return _internal_error(error)
+
+
+def _internal_error(error: BaseException) -> int:
+    print(
+        f"vfl: internal error: {failure_line(error)} (a bug in vfl; please report it,"
+        f" with the {_traceback_file(error)})",
+        file=sys.stderr,
+    )
+    return INTERNAL_ERROR
+
+
+def _traceback_file(error: BaseException) -> str:
+    """Where the full traceback of ``error`` is: the run folder's, or a new temporary file."""
+    path = saved_traceback(error)
+    if path is None:
+        try:
+            with tempfile.NamedTemporaryFile(
+                "w", prefix="vfl-traceback-", suffix=".txt", delete=False
+            ) as handle:
+                handle.write("".join(traceback.format_exception(error)))
+            path = Path(handle.name)
+        except OSError as failure:
+            return f"traceback, which could not be saved ({failure_line(failure)})"
+    return f"full traceback in {path}"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -63,7 +117,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--resume", type=Path, metavar="RUN_DIR", help="continue a run from its last checkpoint"
     )
-    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--quiet", action="store_true", help="no progress bar: print one summary line only"
+    )
+    run.add_argument(
+        "--json", action="store_true", help="print the whole summary (summary.json) on stdout"
+    )
     run.set_defaults(handler=_run)
 
     data = commands.add_parser("data", help="list or fetch data sets")
@@ -86,7 +145,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from vfl.run import runner  # deferred: importing torch takes seconds
+    from vfl.run.resume import resumed_config
+    from vfl.run.signals import stop_on_signals
 
     overrides = list(args.overrides) + (["output.progress=false"] if args.quiet else [])
     if args.resume is not None:
@@ -95,28 +155,42 @@ def _run(args: argparse.Namespace) -> int:
                 "--resume RUN_DIR takes its config from RUN_DIR/config.toml; drop"
                 " the CONFIG and --run-dir arguments"
             )
-        config = _resumed_config(args.resume, overrides)
-        run_dir = args.resume
+        config = resumed_config(args.resume, overrides)
+    elif args.config is None:
+        raise ConfigError("vfl run needs a CONFIG file (see examples/) or --resume RUN_DIR")
     else:
-        if args.config is None:
-            raise ConfigError("vfl run needs a CONFIG file (see examples/) or --resume RUN_DIR")
         config = load_config(args.config, overrides)
-        run_dir = args.run_dir or runner.default_run_dir(config, args.config.stem)
-    print(f"run directory: {run_dir}", file=sys.stderr)
-    summary = runner.train(config, run_dir, resume=args.resume is not None)
-    print(json.dumps(summary, indent=2))
-    final = ", ".join(f"{k} {v:.4f}" for k, v in summary["final"].items() if k.startswith("test_"))
-    print(f"final: {final} (results in {run_dir})", file=sys.stderr)
+    from vfl.run import fit, runner  # deferred, after the config is checked: torch takes seconds
+
+    run_dir: Path = args.resume or args.run_dir
+    if run_dir is None:
+        run_dir = runner.default_run_dir(config, args.config.stem)
+    if not args.quiet:
+        print(f"run directory: {run_dir}", file=sys.stderr)
+    try:
+        with stop_on_signals() as stop:
+            summary = runner.train(config, run_dir, resume=args.resume is not None, stop=stop)
+    except (fit.RunStopped, KeyboardInterrupt) as stopped:
+        print(f"vfl: {runner.failure_message(stopped, run_dir)}", file=sys.stderr)
+        return INTERRUPTED
+    _report(summary, run_dir, args)
     return 0
 
 
-def _resumed_config(run_dir: Path, overrides: list[str]) -> RunConfig:
-    for item in overrides:
-        key = item.partition("=")[0].strip()
-        if key not in RESUMABLE_KEYS:
-            raise ConfigError(f"--set {key} cannot change on resume; only {RESUMABLE_KEYS} can")
-    saved = read_toml(run_dir / "config.toml")
-    return from_mapping(RunConfig, merge(saved, parse_overrides(overrides)))
+def _report(summary: dict[str, Any], run_dir: Path, args: argparse.Namespace) -> None:
+    """The summary as JSON (``--json``) on stdout, else one line; ``--quiet``: nothing else."""
+    final = ", ".join(
+        f"{key} {value:.4f}"
+        for key, value in summary["final"].items()
+        if key.startswith("test_") and isinstance(value, int | float)
+    )
+    line = f"final: {final} (results in {run_dir})"
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        if not args.quiet:
+            print(line, file=sys.stderr)
+    else:
+        print(line)
 
 
 def _data_list(args: argparse.Namespace) -> int:
