@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -200,3 +203,32 @@ def test_the_comparison_fails_for_a_resume_from_the_wrong_round(
     assert resumed.status == 0, resumed.err
     with pytest.raises(AssertionError):
         assert_equal_runs(straight, stopped, resumed_at=13)
+
+
+def test_ctrl_c_from_outside_stops_a_real_process_cleanly(tmp_path: Path) -> None:
+    # Prepare: a long run in its own process, as a user starts it
+    config = write_run_config(tmp_path)
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "vfl.cli", "run", str(config), "--run-dir", str(run_dir)]
+    source = str(Path(__file__).parents[2] / "src")
+    process = subprocess.Popen(
+        [*command, "--set", "train.epochs=1000", "--set", "train.batch_size=8"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": source},
+    )
+    deadline = time.monotonic() + 120
+    while not (run_dir / "checkpoint.pt").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)  # the first epoch's checkpoint: training is under way
+
+    # Execute
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+
+    # Assert
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("vfl: stopped by SIGINT after round ")
+    assert last.endswith(f"; continue with `vfl run --resume {run_dir}`")
+    assert checkpoint(run_dir)["session"]["trainer"]["rounds"] == int(last.split()[6])

@@ -106,3 +106,28 @@ def test_set_of_a_field_that_cannot_change_is_refused_before_torch_loads(
     # Assert
     assert outcome.status == 2
     assert "--set train.optimizer.lr cannot change on resume; only train.epochs" in outcome.err
+
+
+def test_a_resume_to_fewer_epochs_than_the_checkpoint_holds_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    run_dir = finished_run(tmp_path, capsys)
+    before = snapshot(run_dir)
+
+    # Execute
+    fewer = vfl(capsys, "run", "--resume", str(run_dir), "--set", "train.epochs=2", "--quiet")
+    after_fewer = snapshot(run_dir)
+    same = vfl(capsys, "run", "--resume", str(run_dir), "--set", "train.epochs=3", "--quiet")
+
+    # Assert: refused and untouched; the same number of epochs (the negative control) is a run
+    # that is already complete, so it only writes its summary again
+    assert fewer.status == 2
+    assert after_fewer == before
+    assert fewer.err == (
+        f"vfl: error: train.epochs: the checkpoint of {str(run_dir)!r} is at the end of epoch 3,"
+        " so the run cannot end after 2 epochs; resume with --set train.epochs=3 or more\n"
+    )
+    assert same.status == 0, same.err
+    assert [r["epoch"] for r in metrics(run_dir)] == [0, 1, 2, 3]
+    assert snapshot(run_dir)["checkpoint.pt"] == before["checkpoint.pt"]

@@ -141,9 +141,18 @@ def _resumable(config: RunConfig, run_dir: Path) -> RunDirectory:
     if not run_dir.is_dir():
         raise ConfigError(f"--resume {str(run_dir)!r}: no such folder, so no run to resume")
     run_files = RunDirectory(run_dir)
-    trained = run_files.load_checkpoint(lazily=True).get("config")
+    state = run_files.load_checkpoint(lazily=True)
+    trained = state.get("config")
     if isinstance(trained, str) and trained:  # checkpoints of older versions hold no config
         check_unchanged(trained, config, run_dir)
+    done, position = int(state["epoch"]), int(state.get("position", 0))
+    if config.train.epochs < done + (position > 0):
+        where = f"round {position} of epoch {done + 1}" if position else f"the end of epoch {done}"
+        raise ConfigError(
+            f"train.epochs: the checkpoint of {str(run_dir)!r} is at {where}, so the run cannot"
+            f" end after {config.train.epochs} epochs; resume with --set"
+            f" train.epochs={max(done + (position > 0), 1)} or more"
+        )
     return run_files
 
 
