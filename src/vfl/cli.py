@@ -18,7 +18,7 @@ from vfl.deploy.cli import register as register_deploy
 from vfl.errors import ConfigError, VflError
 from vfl.experiments.cli import register as register_experiments
 from vfl.privacy.cli import register as register_privacy
-from vfl.results.files import failure_line, saved_traceback
+from vfl.results.files import check_new, failure_line, saved_traceback
 
 EXTRAS = {"grpc": "deploy", "google": "deploy", "nacl": "deploy", "matplotlib": "plots"}
 """Optional dependencies by top-level module, and the extra that installs each."""
@@ -145,7 +145,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from vfl.run.resume import resumed_config
+    from vfl.run.folders import default_run_dir, resumed_config
     from vfl.run.signals import stop_on_signals
 
     overrides = list(args.overrides) + (["output.progress=false"] if args.quiet else [])
@@ -156,15 +156,15 @@ def _run(args: argparse.Namespace) -> int:
                 " the CONFIG and --run-dir arguments"
             )
         config = resumed_config(args.resume, overrides)
+        run_dir: Path = args.resume
     elif args.config is None:
         raise ConfigError("vfl run needs a CONFIG file (see examples/) or --resume RUN_DIR")
     else:
         config = load_config(args.config, overrides)
-    from vfl.run import fit, runner  # deferred, after the config is checked: torch takes seconds
+        run_dir = args.run_dir or default_run_dir(config, args.config.stem)
+        check_new(run_dir)
+    from vfl.run import fit, runner  # deferred until the input is checked: torch takes seconds
 
-    run_dir: Path = args.resume or args.run_dir
-    if run_dir is None:
-        run_dir = runner.default_run_dir(config, args.config.stem)
     if not args.quiet:
         print(f"run directory: {run_dir}", file=sys.stderr)
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.runs import metrics, small_config, snapshot, vfl
-from vfl.run.resume import RESUMABLE_KEYS
+from vfl.run.folders import RESUMABLE_KEYS
 
 
 def finished_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:

@@ -9,7 +9,6 @@ fails afterwards says so in its folder (``error.txt``, and ``traceback.txt`` for
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,19 +38,14 @@ from vfl.results.summary import Target
 from vfl.run.compose import Blueprint, build_session
 from vfl.run.data import prepare
 from vfl.run.fit import RunStopped, fit
-from vfl.run.resume import check_unchanged
+from vfl.run.folders import check_unchanged
+from vfl.run.folders import default_run_dir as default_run_dir  # its home before run/folders.py
 from vfl.run.session import LocalParties, PartyGroup, Session
 from vfl.run.signals import StopRequest
 from vfl.run.stages import NoiseSource, noise_source, use_threads
 from vfl.seeding import derive_seed
 
 log = logging.getLogger(__name__)
-
-
-def default_run_dir(config: RunConfig, label: str) -> Path:
-    """``output.dir / output.name``, or ``output.dir / <label>-<timestamp>``."""
-    name = config.output.name or f"{label}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return Path(config.output.dir) / name
 
 
 def target_of(config: RunConfig) -> Target | None:
@@ -68,7 +62,7 @@ def train(
 
     Raises:
         ConfigError: if ``run_dir`` is not missing or empty (without ``resume``), if the config
-            differs from the checkpoint's outside ``resume.RESUMABLE_KEYS`` (with it), or the
+            differs from the checkpoint's outside ``folders.RESUMABLE_KEYS`` (with it), or the
             data does not fit the config (all before anything is written).
         RunStopped: if ``stop`` was requested.
     """

@@ -1,4 +1,7 @@
-"""What may change when a run resumes, and the check that nothing else did (no torch).
+"""Run folders, before torch loads: where a new run goes, what a resumed one may change.
+
+``vfl run`` settles the folder (a new run's must be missing or empty; a resumed run's config is
+read from it) before it imports torch, so that a refusal takes no seconds.
 
 A checkpoint keeps the resolved config it was trained with. On resume the config (the run's
 ``config.toml``, edited or not, plus ``--set`` overrides) must equal it but for
@@ -11,6 +14,7 @@ tensor-shape failure deep in the restore.
 from __future__ import annotations
 
 import dataclasses
+import time
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +37,12 @@ RESUMABLE_KEYS = (
 """Fields a resumed run may change: how long it trains, when it checkpoints, where results go
 (``--resume RUN_DIR`` names the folder, so ``output.dir`` and ``output.name`` are not used) and
 whether a progress bar shows. None of them changes what a round computes."""
+
+
+def default_run_dir(config: RunConfig, label: str) -> Path:
+    """``output.dir / output.name``, or ``output.dir / <label>-<timestamp>``."""
+    name = config.output.name or f"{label}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return Path(config.output.dir) / name
 
 
 def resumed_config(run_dir: Path, overrides: Sequence[str]) -> RunConfig:
