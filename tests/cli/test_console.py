@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -109,3 +112,29 @@ def test_outside_the_main_thread_signals_are_left_alone() -> None:
 
     # Assert
     assert seen == [signal.getsignal(signal.SIGINT), False]
+
+
+@pytest.mark.parametrize(("argv", "frozen"), [("None", True), ("['data', 'list']", False)])
+def test_only_a_process_s_own_command_skips_the_final_garbage_collection(
+    tmp_path: Path, argv: str, frozen: bool
+) -> None:
+    # Prepare: main() reads sys.argv as the console script does; main([...]) is a call from
+    # Python (a test, a notebook), whose process goes on and must keep collecting
+    script = (
+        "import gc, sys\n"
+        "sys.argv = ['vfl', 'data', 'list']\n"
+        "from vfl.cli import main\n"
+        f"main({argv})\n"
+        "print(gc.get_freeze_count() > 0)\n"
+    )
+    source = str(Path(__file__).parents[2] / "src")
+    environment = {**os.environ, "PYTHONPATH": source, "VFL_DATA_DIR": str(tmp_path)}
+
+    # Execute
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=environment
+    )
+
+    # Assert
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == str(frozen)
