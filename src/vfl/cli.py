@@ -113,7 +113,27 @@ def _traceback_file(error: BaseException) -> str:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vfl", description="Vertical federated learning.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_run(commands)
+    data = commands.add_parser("data", help="list or fetch data sets")
+    data_commands = data.add_subparsers(dest="data_command", required=True, metavar="ACTION")
+    listing = data_commands.add_parser("list", help="registered data sets and whether cached")
+    listing.set_defaults(handler=_data_list)
+    fetch = data_commands.add_parser("fetch", help="download a data set into the cache")
+    fetch.add_argument("name", help="data set name (see `vfl data list`)")
+    fetch.add_argument("--force", action="store_true", help="fetch again even if cached")
+    fetch.add_argument(
+        "--allow-unverified",
+        action="store_true",
+        help="allow a download that no known checksum can verify",
+    )
+    fetch.set_defaults(handler=_data_fetch)
+    register_experiments(commands)
+    register_privacy(commands)
+    register_deploy(commands)
+    return parser
 
+
+def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser("run", help="train from a TOML config")
     run.add_argument("config", nargs="?", type=Path, help="run config (TOML)")
     run.add_argument(
@@ -135,24 +155,6 @@ def _parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the whole summary (summary.json) on stdout"
     )
     run.set_defaults(handler=_run)
-
-    data = commands.add_parser("data", help="list or fetch data sets")
-    data_commands = data.add_subparsers(dest="data_command", required=True, metavar="ACTION")
-    listing = data_commands.add_parser("list", help="registered data sets and whether cached")
-    listing.set_defaults(handler=_data_list)
-    fetch = data_commands.add_parser("fetch", help="download a data set into the cache")
-    fetch.add_argument("name", help="data set name (see `vfl data list`)")
-    fetch.add_argument("--force", action="store_true", help="fetch again even if cached")
-    fetch.add_argument(
-        "--allow-unverified",
-        action="store_true",
-        help="allow a download that no known checksum can verify",
-    )
-    fetch.set_defaults(handler=_data_fetch)
-    register_experiments(commands)
-    register_privacy(commands)
-    register_deploy(commands)
-    return parser
 
 
 def _run(args: argparse.Namespace) -> int:
