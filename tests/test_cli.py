@@ -66,7 +66,9 @@ def test_run_writes_a_complete_run_directory(
     run_dir = tmp_path / "run"
 
     # Execute
-    status = main(["run", str(config), "--run-dir", str(run_dir), "--set", "train.seed=1"])
+    status = main(
+        ["run", str(config), "--run-dir", str(run_dir), "--set", "train.seed=1", "--json"]
+    )
 
     # Assert
     assert status == 0

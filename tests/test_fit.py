@@ -124,3 +124,53 @@ def test_binarize_maps_the_positive_classes_to_one() -> None:
     assert binary.classes == ("not (b, d, f)", "(b, d, f)")
     with pytest.raises(ConfigError, match=r"\[7\] are not classes"):
         binarize(dataset, [7])
+
+
+def test_checkpoints_within_epochs_record_where_the_epoch_stands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Prepare: 10 rounds per epoch, a checkpoint every 4 rounds; a stop after round 13
+    from vfl.protocol.loop import ServerLoop
+    from vfl.results.files import RunDirectory
+    from vfl.run.fit import RunStopped
+    from vfl.run.signals import StopRequest
+
+    stop = StopRequest()
+    simulation = small_simulation()
+    losses: list[float] = []
+    assert isinstance(simulation.trainer, ServerLoop)
+    step = simulation.trainer.train_round
+
+    def counted(ids: torch.Tensor) -> float:
+        losses.append(step(ids))
+        if len(losses) == 13:
+            stop.request("a test")
+        return losses[-1]
+
+    monkeypatch.setattr(simulation.trainer, "train_round", counted)
+    run = RunDirectory(tmp_path)
+
+    # Execute
+    with pytest.raises(RunStopped, match=r"stopped by a test after round 13 \(epoch 2, round 3"):
+        fit(simulation, epochs=3, run=run, progress=False, checkpoint_every=4, stop=stop)
+
+    # Assert: the checkpoint is at round 13, 3 rounds into epoch 2, with their summed loss
+    state = run.load_checkpoint()
+    assert (state["epoch"], state["position"]) == (1, 3)
+    assert state["session"]["trainer"]["rounds"] == 13
+    assert state["epoch_loss"] == sum(losses[10:13])
+    assert not (tmp_path / "summary.json").exists()
+
+
+def test_a_stop_without_a_run_directory_says_nothing_can_be_resumed() -> None:
+    # Prepare
+    from vfl.run.fit import RunStopped
+    from vfl.run.signals import StopRequest
+
+    stop = StopRequest()
+    stop.request("SIGTERM")
+
+    # Execute / Assert: requested before the first round, so no round runs
+    with pytest.raises(RunStopped, match=r"after round 0 .*no checkpoint holds it") as stopped:
+        fit(small_simulation(), epochs=1, progress=False, stop=stop)
+    assert not stopped.value.checkpointed

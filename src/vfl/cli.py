@@ -3,70 +3,118 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import pickle
 import sys
+import tempfile
+import tomllib
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from vfl.config import RunConfig, load_config
-from vfl.config.io import from_mapping, merge, parse_overrides, read_toml
+from vfl.config import load_config
 from vfl.deploy.cli import register as register_deploy
 from vfl.errors import ConfigError, VflError
 from vfl.experiments.cli import register as register_experiments
 from vfl.privacy.cli import register as register_privacy
+from vfl.results.files import check_new, failure_line, saved_traceback
 from vfl.serving.cli import register as register_serving
 
-RESUMABLE_KEYS = ("train.epochs", "output.progress")
 EXTRAS = {"grpc": "deploy", "google": "deploy", "nacl": "deploy", "matplotlib": "plots"}
 """Optional dependencies by top-level module, and the extra that installs each."""
+EXPECTED = (VflError, OSError)
+"""Failures a user can cause or fix (bad input, the file system, the network): one line, 2."""
+UNDECODABLE = (
+    json.JSONDecodeError,
+    UnicodeDecodeError,
+    tomllib.TOMLDecodeError,
+    pickle.UnpicklingError,
+    EOFError,
+)
+"""A file that is not what it should be, found where no layer below named it: one line that
+says where the traceback (which names the file) was saved, 2."""
+USER_ERROR, INTERNAL_ERROR, INTERRUPTED = 2, 1, 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``vfl`` console script; returns the exit status."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+    """Entry point of the ``vfl`` console script; returns the exit status.
+
+    No traceback reaches the terminal: an expected failure prints one line (status 2); any
+    other exception prints one line saying where its full traceback was saved (status 1).
+    """
+    status = _main(_parser().parse_args(argv))
+    if argv is None:  # the process's own command line: it exits next
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Spares the interpreter's final garbage collection over the millions of objects torch
+        # and torch._dynamo create: 0.7 s of a short `vfl run` (docs/troubleshooting.md).
+        # Everything vfl writes is closed by now.
+        gc.freeze()
+    return status
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         status: int = args.handler(args)
         return status
-    except VflError as error:
-        print(f"vfl: error: {error}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        print("vfl: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except EXPECTED as error:
+        print(f"vfl: error: {failure_line(error)}", file=sys.stderr)
+        return USER_ERROR
     except ModuleNotFoundError as error:
         extra = EXTRAS.get((error.name or "").partition(".")[0])
         if extra is None:
-            raise
+            return _internal_error(error)
         print(
             f"vfl: error: `vfl {args.command}` needs {error.name!r}, an optional dependency:"
             f" pip install 'vfl[{extra}]'",
             file=sys.stderr,
         )
-        return 2
-    except KeyboardInterrupt:
-        print("vfl: interrupted; resume with `vfl run --resume RUN_DIR`", file=sys.stderr)
-        return 130
+        return USER_ERROR
+    except UNDECODABLE as error:
+        where = _traceback_file(error)
+        print(
+            f"vfl: error: a file is cut short or not in its format ({failure_line(error)});"
+            f" {where}",
+            file=sys.stderr,
+        )
+        return USER_ERROR
+    except Exception as error:
+        return _internal_error(error)
+
+
+def _internal_error(error: BaseException) -> int:
+    print(
+        f"vfl: internal error: {failure_line(error)} (a bug in vfl; please report it,"
+        f" with the {_traceback_file(error)})",
+        file=sys.stderr,
+    )
+    return INTERNAL_ERROR
+
+
+def _traceback_file(error: BaseException) -> str:
+    """Where the full traceback of ``error`` is: the run folder's, or a new temporary file."""
+    path = saved_traceback(error)
+    if path is None:
+        try:
+            with tempfile.NamedTemporaryFile(
+                "w", prefix="vfl-traceback-", suffix=".txt", delete=False
+            ) as handle:
+                handle.write("".join(traceback.format_exception(error)))
+            path = Path(handle.name)
+        except OSError as failure:
+            return f"traceback, which could not be saved ({failure_line(failure)})"
+    return f"full traceback in {path}"
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vfl", description="Vertical federated learning.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    run = commands.add_parser("run", help="train from a TOML config")
-    run.add_argument("config", nargs="?", type=Path, help="run config (TOML)")
-    run.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config value, e.g. --set train.epochs=3 (repeatable)",
-    )
-    run.add_argument("--run-dir", type=Path, help="write results here (default: output.dir/...)")
-    run.add_argument(
-        "--resume", type=Path, metavar="RUN_DIR", help="continue a run from its last checkpoint"
-    )
-    run.add_argument("--quiet", action="store_true", help="no progress bar")
-    run.set_defaults(handler=_run)
-
+    _add_run(commands)
     data = commands.add_parser("data", help="list or fetch data sets")
     data_commands = data.add_subparsers(dest="data_command", required=True, metavar="ACTION")
     listing = data_commands.add_parser("list", help="registered data sets and whether cached")
@@ -87,8 +135,33 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser("run", help="train from a TOML config")
+    run.add_argument("config", nargs="?", type=Path, help="run config (TOML)")
+    run.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set train.epochs=3 (repeatable)",
+    )
+    run.add_argument("--run-dir", type=Path, help="write results here (default: output.dir/...)")
+    run.add_argument(
+        "--resume", type=Path, metavar="RUN_DIR", help="continue a run from its last checkpoint"
+    )
+    run.add_argument(
+        "--quiet", action="store_true", help="no progress bar: print one summary line only"
+    )
+    run.add_argument(
+        "--json", action="store_true", help="print the whole summary (summary.json) on stdout"
+    )
+    run.set_defaults(handler=_run)
+
+
 def _run(args: argparse.Namespace) -> int:
-    from vfl.run import runner  # deferred: importing torch takes seconds
+    from vfl.run.folders import default_run_dir, resumed_config
+    from vfl.run.signals import stop_on_signals
 
     overrides = list(args.overrides) + (["output.progress=false"] if args.quiet else [])
     if args.resume is not None:
@@ -97,28 +170,42 @@ def _run(args: argparse.Namespace) -> int:
                 "--resume RUN_DIR takes its config from RUN_DIR/config.toml; drop"
                 " the CONFIG and --run-dir arguments"
             )
-        config = _resumed_config(args.resume, overrides)
-        run_dir = args.resume
+        config = resumed_config(args.resume, overrides)
+        run_dir: Path = args.resume
+    elif args.config is None:
+        raise ConfigError("vfl run needs a CONFIG file (see examples/) or --resume RUN_DIR")
     else:
-        if args.config is None:
-            raise ConfigError("vfl run needs a CONFIG file (see examples/) or --resume RUN_DIR")
         config = load_config(args.config, overrides)
-        run_dir = args.run_dir or runner.default_run_dir(config, args.config.stem)
-    print(f"run directory: {run_dir}", file=sys.stderr)
-    summary = runner.train(config, run_dir, resume=args.resume is not None)
-    print(json.dumps(summary, indent=2))
-    final = ", ".join(f"{k} {v:.4f}" for k, v in summary["final"].items() if k.startswith("test_"))
-    print(f"final: {final} (results in {run_dir})", file=sys.stderr)
+        run_dir = args.run_dir or default_run_dir(config, args.config.stem)
+        check_new(run_dir)
+    from vfl.run import fit, runner  # deferred until the input is checked: torch takes seconds
+
+    if not args.quiet:
+        print(f"run directory: {run_dir}", file=sys.stderr)
+    try:
+        with stop_on_signals() as stop:
+            summary = runner.train(config, run_dir, resume=args.resume is not None, stop=stop)
+    except (fit.RunStopped, KeyboardInterrupt) as stopped:
+        print(f"vfl: {runner.failure_message(stopped, run_dir)}", file=sys.stderr)
+        return INTERRUPTED
+    _report(summary, run_dir, args)
     return 0
 
 
-def _resumed_config(run_dir: Path, overrides: list[str]) -> RunConfig:
-    for item in overrides:
-        key = item.partition("=")[0].strip()
-        if key not in RESUMABLE_KEYS:
-            raise ConfigError(f"--set {key} cannot change on resume; only {RESUMABLE_KEYS} can")
-    saved = read_toml(run_dir / "config.toml")
-    return from_mapping(RunConfig, merge(saved, parse_overrides(overrides)))
+def _report(summary: dict[str, Any], run_dir: Path, args: argparse.Namespace) -> None:
+    """The summary as JSON (``--json``) on stdout, else one line; ``--quiet``: nothing else."""
+    final = ", ".join(
+        f"{key} {value:.4f}"
+        for key, value in summary["final"].items()
+        if key.startswith("test_") and isinstance(value, int | float)
+    )
+    line = f"final: {final} (results in {run_dir})"
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        if not args.quiet:
+            print(line, file=sys.stderr)
+    else:
+        print(line)
 
 
 def _data_list(args: argparse.Namespace) -> int:

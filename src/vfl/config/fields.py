@@ -17,10 +17,13 @@ Example:
     'must lie in 1..32, got 40'
     >>> Range(ge=0, note="0 = all").message(-1, int)
     'must be >= 0 (0 = all), got -1'
+    >>> Range(gt=0).message(float("inf"), float)
+    'must be a finite number > 0, got inf'
 """
 
 from __future__ import annotations
 
+import math
 import typing
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -92,9 +95,10 @@ class Range(Constraint):
         return self.le if self.le is not None else self.lt
 
     def admits(self, value: Any) -> bool:
-        """Whether ``value`` lies within the bounds (NaN never does)."""
+        """Whether ``value`` lies within the bounds (NaN and infinities never do)."""
         return (
-            (self.ge is None or value >= self.ge)
+            finite(value)
+            and (self.ge is None or value >= self.ge)
             and (self.gt is None or value > self.gt)
             and (self.le is None or value <= self.le)
             and (self.lt is None or value < self.lt)
@@ -116,6 +120,15 @@ class Range(Constraint):
         one_sided = self.lower is None or self.upper is None
         text = f"must {'be' if one_sided else 'lie in'} {self.summary(hint)}"
         return f"{text} ({self.note})" if self.note else text
+
+    def message(self, value: Any, hint: Any) -> str:
+        """As ``Constraint.message``; a NaN or an infinity is told it must be finite."""
+        if finite(value):
+            return super().message(value, hint)
+        summary = self.summary(hint)
+        within = summary if self.lower is None or self.upper is None else f"in {summary}"
+        note = f" ({self.note})" if self.note else ""
+        return f"must be a finite number {within}{note}, got {show(value)}"
 
 
 @dataclass(frozen=True)
@@ -141,6 +154,12 @@ class Each(Constraint):
     def summary(self, hint: Any) -> str:
         """``each >= 1``."""
         return f"each {self.inner.summary(_item_hint(hint))}"
+
+    def message(self, value: Any, hint: Any) -> str:
+        """As ``Constraint.message``; entries that are NaN or infinite are told to be finite."""
+        if finite(value):
+            return super().message(value, hint)
+        return f"must hold finite numbers only, got {show(value)}"
 
 
 @dataclass(frozen=True)
@@ -244,6 +263,20 @@ class Satisfies(Constraint):
 def pairs(value: Sequence[Sequence[object]]) -> bool:
     """Whether every entry of ``value`` holds exactly two items (``[[round, bits], ...]``)."""
     return all(len(pair) == 2 for pair in value)
+
+
+def finite(value: Any) -> bool:
+    """Whether no float in ``value`` (a number, or tuples and lists of them) is NaN or infinite.
+
+    Example:
+        >>> finite((1.0, (2, float("nan"))))
+        False
+    """
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, tuple | list):
+        return all(finite(item) for item in value)
+    return True
 
 
 def show(value: Any) -> str:

@@ -8,9 +8,14 @@ Some rules build what a section describes (a compressor, a bit schedule, a ratio
 (``vfl.config.buildable``), so that a config the run could not build fails when it is loaded,
 not after the data is. They import the torch-backed modules lazily and only for non-default
 settings, so ``import vfl.config`` and a default config stay free of torch.
+
+Rules that need the data (``check_target_metric``) are functions the run calls right after it
+loads the data, before anything is written.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from vfl.config.buildable import (
     NO_COMPRESSOR,
@@ -19,10 +24,12 @@ from vfl.config.buildable import (
     check_ratio_schedule,
     registered_compressors,
 )
-from vfl.config.io import check
+from vfl.config.fields import finite, show
+from vfl.config.io import FieldError, check
 from vfl.config.schema import RunConfig
-from vfl.config.section import rule
+from vfl.config.section import Section, rule
 from vfl.config.sections import (
+    TARGET_METRICS,
     DataConfig,
     HeadConfig,
     OptimizerConfig,
@@ -34,6 +41,33 @@ from vfl.config.stages import CompressorConfig, LightweightConfig, RatioSchedule
 
 FIXED_PARTIES = {"halves": 2, "quadrants": 4}
 """Partition schemes that make a fixed number of parties."""
+BINARY_METRICS = ("test_f1", "test_auc")
+"""Metrics only a binary task reports (F1 and ROC-AUC of the positive class)."""
+
+
+@rule(Section)
+def _numbers_are_finite(section: Section) -> None:
+    """No NaN or infinity in any float field of any section, ranged or not."""
+    for field in dataclasses.fields(section):  # type: ignore[arg-type]
+        value = getattr(section, field.name)
+        if not finite(value):
+            what = "be a finite number" if isinstance(value, float) else "hold finite numbers only"
+            raise FieldError(field.name, f"must {what}, got {show(value)}")
+
+
+def check_target_metric(metric: str, num_classes: int) -> None:
+    """Refuse a target metric the task does not report (known once the data is loaded).
+
+    Raises:
+        ConfigError: naming ``target.metric``, the task and the metrics it has.
+    """
+    if metric in BINARY_METRICS and num_classes != 2:
+        valid = ", ".join(repr(m) for m in TARGET_METRICS if m and m not in BINARY_METRICS)
+        raise FieldError(
+            "target.metric",
+            f"{metric!r} is reported for binary tasks only, and this data set has {num_classes}"
+            f" classes: use {valid}, or make the task binary with data.positive_classes",
+        )
 
 
 @rule(DataConfig)

@@ -180,6 +180,9 @@ class TrainConfig(Section):
         seed: Seeds model initialization and batch order.
         optimizer: Optimizer settings.
         checkpoint: Write a checkpoint after every epoch (for ``--resume``).
+        checkpoint_every: Also write one every this many rounds within epochs, so that a long
+            epoch can be resumed from its middle (0: at epoch ends only). A run stopped by
+            SIGINT or SIGTERM writes one after its current round either way.
         eval_at_start: Evaluate the untrained model first (epoch 0 of ``metrics.jsonl``), so that
             curves and costs-to-target start from zero traffic.
         eval_every: Also evaluate every this many rounds within epochs (0: after each epoch
@@ -196,6 +199,7 @@ class TrainConfig(Section):
     seed: Annotated[int, Range(ge=0)] = 0
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     checkpoint: bool = True
+    checkpoint_every: Annotated[int, Range(ge=0, note="0 = at epoch ends only")] = 0
     eval_at_start: bool = True
     eval_every: Annotated[int, Range(ge=0)] = 0
     threads: Annotated[int, Range(ge=0, note="0 = torch's default")] = 0

@@ -28,8 +28,14 @@ class Trainer(Protocol):
         """The communication ledger, or ``None`` when nothing is communicated."""
         ...
 
-    def train_epoch(self, epoch: int, *, on_round: RoundCallback | None = None) -> float:
-        """Run one epoch (0-based) and return its mean training loss."""
+    def train_epoch(
+        self, epoch: int, *, on_round: RoundCallback | None = None, start: int = 0
+    ) -> float:
+        """Run one epoch (0-based) from its round ``start`` on; return the mean training loss.
+
+        ``start`` > 0 continues an epoch after a mid-epoch checkpoint; the mean is then over the
+        rounds run here.
+        """
         ...
 
     def setup(self) -> None:

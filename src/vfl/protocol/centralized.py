@@ -60,10 +60,12 @@ class CentralizedTraining:
         self.learning_rate = learning_rate
         self.rounds = 0
 
-    def train_epoch(self, epoch: int, *, on_round: RoundCallback | None = None) -> float:
-        """Run one epoch of steps; returns the mean training loss."""
+    def train_epoch(
+        self, epoch: int, *, on_round: RoundCallback | None = None, start: int = 0
+    ) -> float:
+        """Run one epoch of steps from step ``start`` of it on; returns the mean training loss."""
         total = 0.0
-        batches = self.sampler.epoch(epoch)
+        batches = self.sampler.epoch(epoch, start)
         self.model.train()
         for ids in batches:
             if self.learning_rate is not None:

@@ -152,10 +152,12 @@ class ServerLoop:
         """The protocol's messages and steps for round ``self.rounds`` on batch ``ids``."""
         raise NotImplementedError
 
-    def train_epoch(self, epoch: int, *, on_round: RoundCallback | None = None) -> float:
-        """Run one epoch of rounds; returns the mean training loss."""
+    def train_epoch(
+        self, epoch: int, *, on_round: RoundCallback | None = None, start: int = 0
+    ) -> float:
+        """Run one epoch of rounds from round ``start`` of it on; returns the mean training loss."""
         total = 0.0
-        batches = self.sampler.epoch(epoch)
+        batches = self.sampler.epoch(epoch, start)
         for ids in batches:
             loss = self.train_round(ids)
             total += loss

@@ -87,9 +87,11 @@ class PrivateSumTraining(SplitLearning):
         self.ask({p: self.gradient_message(r, p, grad) for p in parties}, Ack, "train")
         return loss
 
-    def train_epoch(self, epoch: int, *, on_round: RoundCallback | None = None) -> float:
-        """One epoch; then every training sample has been released once more."""
-        loss = super().train_epoch(epoch, on_round=on_round)
+    def train_epoch(
+        self, epoch: int, *, on_round: RoundCallback | None = None, start: int = 0
+    ) -> float:
+        """One epoch (from round ``start`` of it on); then every sample was released once more."""
+        loss = super().train_epoch(epoch, on_round=on_round, start=start)
         self.accountant.compose(self.event)
         return loss
 

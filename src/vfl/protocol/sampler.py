@@ -52,14 +52,19 @@ class BatchSampler:
             return self.num_samples // self.batch_size
         return -(-self.num_samples // self.batch_size)
 
-    def epoch(self, epoch: int) -> list[torch.Tensor]:
-        """The ``int64`` id batches of ``epoch`` (0-based), in order."""
+    def epoch(self, epoch: int, start: int = 0) -> list[torch.Tensor]:
+        """The ``int64`` id batches of ``epoch`` (0-based), in order, from batch ``start`` on.
+
+        ``start`` continues an epoch that a checkpoint cut after ``start`` rounds.
+        """
+        if not 0 <= start < len(self):
+            raise ValueError(f"an epoch has {len(self)} batches; cannot start at batch {start}")
         if self.shuffle:
             order = np.random.default_rng([self.seed, epoch]).permutation(self.num_samples)
         else:
             order = np.arange(self.num_samples)
         ids = torch.from_numpy(order.astype(np.int64))
-        return list(torch.split(ids, self.batch_size))[: len(self)]
+        return list(torch.split(ids, self.batch_size))[start : len(self)]
 
 
 def chunks(num_samples: int, size: int) -> list[torch.Tensor]:

@@ -6,19 +6,26 @@ Layout::
       config.toml       the resolved configuration
       partition.json    which features each party holds
       metrics.jsonl     one JSON record per evaluation (after every epoch)
-      summary.json      final and best metrics, bytes, rounds and time
+      summary.json      final and best metrics, bytes, rounds and time (a finished run)
       ledger.csv        bytes and message counts by round, phase, direction, party and kind
-      checkpoint.pt     state after the last completed epoch (for --resume)
+      checkpoint.pt     state after the last checkpointed round (for --resume)
+      error.txt         why the last attempt did not finish (absent once it does)
+      traceback.txt     the full traceback of an unexpected error (a bug to report)
+
+A new run only ever starts in a folder that does not exist or is empty (``check_new``), so a
+finished run, a failed one, or any file the user put there is never overwritten.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import traceback
 from pathlib import Path
 from typing import Any
 
-from vfl.errors import ConfigError
+from vfl.errors import ConfigError, VflError
 
 CONFIG = "config.toml"
 PARTITION = "partition.json"
@@ -27,6 +34,28 @@ SUMMARY = "summary.json"
 LEDGER = "ledger.csv"
 CHECKPOINT = "checkpoint.pt"
 COMPUTE = "compute.csv"
+ERROR = "error.txt"
+TRACEBACK = "traceback.txt"
+
+RUN_FILES = (CHECKPOINT, METRICS, SUMMARY, PARTITION, ERROR)
+"""Files only vfl writes: a folder holding one of them is (part of) a vfl run."""
+CHECKPOINT_KEYS = ("epoch", "elapsed", "session", "torch_rng")
+TRACEBACK_NOTE = "full traceback: "
+"""How ``record_failure`` notes on an exception where its traceback was saved."""
+OS_HINTS = {
+    errno.EACCES: "check its permissions, or choose another location",
+    errno.EPERM: "check its permissions, or choose another location",
+    errno.EROFS: "the file system is read-only: choose another location",
+    errno.ENOSPC: "free some space, or choose another location",
+    errno.ENOTDIR: "part of the path is a file, not a folder",
+    errno.EEXIST: "a file is in the way",
+    errno.EISDIR: "a folder is in the way",
+}
+"""What to do about the file-system errors that users cause most often."""
+
+
+class RunFileError(VflError):
+    """A file of a run directory is unreadable or corrupt; the message names it."""
 
 
 class RunDirectory:
@@ -57,24 +86,59 @@ class RunDirectory:
             handle.write(json.dumps(record, sort_keys=False) + "\n")
 
     def read_metrics(self) -> list[dict[str, Any]]:
-        """All records of ``metrics.jsonl`` (empty if none yet)."""
+        """All records of ``metrics.jsonl`` (empty if none yet).
+
+        Raises:
+            RunFileError: naming the line that is not a JSON record.
+        """
+        return self._metrics(drop_cut_last_line=False)
+
+    def truncate_metrics(self, rounds: int) -> None:
+        """Keep only records of rounds ``<= rounds`` (before resuming from a checkpoint).
+
+        A last line cut short (the process was killed while writing it) is dropped: it was
+        written after the checkpoint, so the resumed run writes it again.
+        """
+        kept = [r for r in self._metrics(drop_cut_last_line=True) if int(r["round"]) <= rounds]
+        self.write_text(METRICS, "".join(json.dumps(r) + "\n" for r in kept))
+
+    def _metrics(self, *, drop_cut_last_line: bool) -> list[dict[str, Any]]:
         path = self.file(METRICS)
         if not path.exists():
             return []
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-    def truncate_metrics(self, epochs: int) -> None:
-        """Keep only records of epochs ``<= epochs`` (before resuming from a checkpoint)."""
-        kept = [r for r in self.read_metrics() if int(r["epoch"]) <= epochs]
-        self.write_text(METRICS, "".join(json.dumps(r) + "\n" for r in kept))
+        lines = [(n, line) for n, line in enumerate(path.read_text().splitlines(), 1) if line]
+        records = []
+        for n, line in lines:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                if drop_cut_last_line and n == lines[-1][0]:
+                    break
+                raise RunFileError(
+                    f"{str(path)!r} line {n} is not a JSON record ({error.msg}); a process"
+                    " killed while writing cuts the last line short: `vfl run --resume` drops"
+                    " such a line, else delete it"
+                ) from None
+            records.append(record)
+        return records
 
     def write_json(self, name: str, data: dict[str, Any]) -> None:
         """Write a JSON file atomically."""
         self.write_text(name, json.dumps(data, indent=2) + "\n")
 
     def read_json(self, name: str) -> dict[str, Any]:
-        """Read a JSON file of the run."""
-        data: dict[str, Any] = json.loads(self.file(name).read_text())
+        """Read a JSON file of the run.
+
+        Raises:
+            RunFileError: if the file is not a JSON object.
+        """
+        path = self.file(name)
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as error:
+            raise RunFileError(f"{str(path)!r} is not valid JSON: {error}") from None
+        if not isinstance(data, dict):
+            raise RunFileError(f"{str(path)!r} must hold a JSON object")
         return data
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
@@ -86,15 +150,136 @@ class RunDirectory:
         torch.save(state, temporary)
         os.replace(temporary, target)
 
-    def load_checkpoint(self) -> dict[str, Any]:
-        """Load the checkpoint (tensors and plain containers only; no arbitrary objects)."""
+    def load_checkpoint(self, *, lazily: bool = False) -> dict[str, Any]:
+        """Load the checkpoint (tensors and plain containers only; no arbitrary objects).
+
+        With ``lazily``, tensors are memory-mapped rather than read (for a look at the metadata).
+
+        Raises:
+            ConfigError: if there is no checkpoint.
+            RunFileError: if the checkpoint cannot be read (cut short, corrupt, not vfl's).
+        """
         path = self.file(CHECKPOINT)
         if not path.exists():
             raise ConfigError(
-                f"no checkpoint in {str(self.path)!r}; cannot resume (was the run"
-                " started with train.checkpoint = false, or stopped in epoch 1?)"
+                f"no checkpoint in {str(self.path)!r}; cannot resume (was the run started with"
+                " train.checkpoint = false, or stopped before its first checkpoint?)"
             )
         import torch
 
-        state: dict[str, Any] = torch.load(path, weights_only=True)
-        return state
+        try:
+            state = torch.load(path, weights_only=True, mmap=lazily)
+        except OSError as error:
+            if error.filename is not None:  # the file system's error, naming the file
+                raise
+            if lazily:  # a full load tells what is wrong, or reads an older format
+                return self.load_checkpoint()
+            raise self._unreadable(path, error) from None
+        except Exception as error:  # torch.load reports damage as many types
+            if lazily:
+                return self.load_checkpoint()
+            raise self._unreadable(path, error) from None
+        if not isinstance(state, dict):
+            raise RunFileError(f"{str(path)!r} is not a vfl checkpoint: it holds no dictionary")
+        missing = [key for key in CHECKPOINT_KEYS if key not in state]
+        if missing:
+            raise RunFileError(f"{str(path)!r} is not a vfl checkpoint: it lacks {missing}")
+        return dict(state)
+
+    @staticmethod
+    def _unreadable(path: Path, error: Exception) -> RunFileError:
+        return RunFileError(
+            f"checkpoint {str(path)!r} cannot be read ({failure_line(error)}); it is cut short"
+            " or corrupt, so the run cannot resume from it: start a new run"
+        )
+
+    def record_failure(self, error: BaseException, message: str) -> None:
+        """Say in the folder that the run did not finish: ``error.txt`` holds ``message``.
+
+        For an unexpected error (not a ``VflError``, an ``OSError`` or an interruption) the
+        traceback goes to ``traceback.txt`` too, and a note on ``error`` says where
+        (``saved_traceback``). Best effort: a failure to write is ignored, so the original
+        error is what the user sees.
+        """
+        try:
+            self.write_text(ERROR, message.rstrip("\n") + "\n")
+            if not expected(error):
+                trace = "".join(traceback.format_exception(error))
+                self.write_text(TRACEBACK, trace)
+                error.add_note(f"{TRACEBACK_NOTE}{self.file(TRACEBACK)}")
+        except OSError:
+            pass
+
+    def clear_failure(self) -> None:
+        """Remove what ``record_failure`` wrote (a resumed attempt replaces it)."""
+        for name in (ERROR, TRACEBACK):
+            self.file(name).unlink(missing_ok=True)
+
+
+def check_new(path: Path) -> None:
+    """Refuse to start a new run in ``path`` unless it is missing or an empty folder.
+
+    Raises:
+        ConfigError: naming what is in the way and what to do instead.
+    """
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise ConfigError(f"run directory {str(path)!r} exists as a file; choose another --run-dir")
+    present = sorted(entry.name for entry in path.iterdir())
+    if not present:
+        return
+    if CHECKPOINT in present:
+        raise ConfigError(
+            f"run directory {str(path)!r} already holds a run; continue it with"
+            f" `vfl run --resume {path}` or choose another --run-dir"
+        )
+    if any(name in present for name in RUN_FILES):
+        raise ConfigError(
+            f"run directory {str(path)!r} already holds a run, without a checkpoint to resume"
+            " from; choose another --run-dir, or delete the folder to use its name again"
+        )
+    shown = ", ".join(repr(name) for name in present[:3]) + (", ..." if len(present) > 3 else "")
+    raise ConfigError(
+        f"run directory {str(path)!r} is not empty ({shown}) and is not a vfl run; a new run"
+        " needs a new or empty folder, so nothing in it is overwritten: choose another --run-dir"
+    )
+
+
+def expected(error: BaseException) -> bool:
+    """Whether ``error`` is a failure vfl reports in one line (not a bug to report)."""
+    return isinstance(error, VflError | OSError | KeyboardInterrupt)
+
+
+def failure_line(error: BaseException) -> str:
+    """One line saying what went wrong.
+
+    A vfl error's own message; for a file-system error the file and the reason (and what to do
+    for the common ones); for anything else its type and the first line of its message.
+    """
+    if isinstance(error, OSError):
+        return _os_error_line(error)
+    text = str(error).strip()
+    if isinstance(error, VflError):
+        return text or type(error).__name__
+    first = text.splitlines()[0] if text else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
+def _os_error_line(error: OSError) -> str:
+    if error.filename is None:
+        return f"{type(error).__name__}: {error}"
+    where = repr(str(error.filename))
+    if error.filename2 is not None:
+        where += f" -> {str(error.filename2)!r}"
+    reason = error.strerror or type(error).__name__
+    hint = OS_HINTS.get(error.errno or 0)
+    return f"{where}: {reason}" + (f"; {hint}" if hint else "")
+
+
+def saved_traceback(error: BaseException) -> Path | None:
+    """Where ``RunDirectory.record_failure`` saved the traceback of ``error``, if it did."""
+    for note in getattr(error, "__notes__", ()):
+        if isinstance(note, str) and note.startswith(TRACEBACK_NOTE):
+            return Path(note.removeprefix(TRACEBACK_NOTE))
+    return None

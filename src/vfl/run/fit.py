@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -10,11 +9,13 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from vfl.errors import ConfigError
+from vfl.errors import ConfigError, VflError
 from vfl.protocol.base import Trainer
 from vfl.results.files import LEDGER, SUMMARY, RunDirectory
 from vfl.results.summary import Target, summarize
+from vfl.run.progress import RoundBar, describe
 from vfl.run.session import PartyGroup, Session
+from vfl.run.signals import StopRequest
 from vfl.wire import SPLIT_TEST
 
 
@@ -37,6 +38,36 @@ class Schedule:
     stop_at_target: bool = False
 
 
+@dataclass(frozen=True)
+class Checkpoints:
+    """When to write a checkpoint, and what it records besides the state.
+
+    Attributes:
+        enabled: Write checkpoints at all (after every epoch, at least).
+        every: Also every this many rounds within epochs (0: at epoch ends only).
+        config: The run's resolved config (TOML), kept in the checkpoint so that a resume can
+            tell which fields changed since.
+    """
+
+    enabled: bool = True
+    every: int = 0
+    config: str = ""
+
+
+class RunStopped(VflError):
+    """Training stopped early on request (a signal), after writing a checkpoint if it could.
+
+    Attributes:
+        rounds: Rounds completed.
+        checkpointed: Whether the run directory's checkpoint holds the run at ``rounds``.
+    """
+
+    def __init__(self, message: str, *, rounds: int, checkpointed: bool) -> None:
+        super().__init__(message)
+        self.rounds = rounds
+        self.checkpointed = checkpointed
+
+
 class _TargetReached(Exception):
     """Raised from inside an epoch to stop training at the target."""
 
@@ -53,23 +84,33 @@ def fit(
     eval_every: int = 0,
     target: Target | None = None,
     stop_at_target: bool = False,
+    checkpoint_every: int = 0,
+    config: str = "",
+    stop: StopRequest | None = None,
 ) -> list[dict[str, Any]]:
     """Train for ``epochs`` epochs, evaluating on the test split after each (and in between).
 
     With a run directory, records go to ``metrics.jsonl`` and a checkpoint is written after every
-    epoch; with ``resume``, training continues after the checkpoint's last completed epoch.
+    epoch, and every ``checkpoint_every`` rounds within epochs; with ``resume``, training
+    continues exactly where the checkpoint left off, mid-epoch included. ``config`` (the
+    resolved config as TOML) is stored in every checkpoint.
     With ``eval_at_start``, a fresh run first records epoch 0: the untrained model, no traffic.
     ``eval_every`` adds evaluations every that many rounds (their ``epoch`` is fractional).
     ``target`` adds rounds, bytes and time to reach a metric value to the summary, and with
     ``stop_at_target`` training ends at the first evaluation that meets it.
+    Once ``stop`` is requested, training ends after the current round with a checkpoint.
 
     Returns:
         One metrics record per evaluation (all epochs, including resumed ones).
+
+    Raises:
+        RunStopped: if ``stop`` was requested (no summary is written: the run is unfinished).
     """
     if stop_at_target and target is None:
         raise ConfigError("stopping at the target needs a target (target.metric)")
     schedule = Schedule(epochs, eval_at_start, eval_every, target, stop_at_target)
-    return _Fit(session, schedule, run, progress, checkpoint).run(resume)
+    checkpoints = Checkpoints(checkpoint and run is not None, checkpoint_every, config)
+    return _Fit(session, schedule, run, progress, checkpoints, stop).run(resume)
 
 
 class _Fit:
@@ -79,19 +120,24 @@ class _Fit:
         schedule: Schedule,
         run: RunDirectory | None,
         progress: bool,
-        checkpoint: bool,
+        checkpoints: Checkpoints,
+        stop: StopRequest | None,
     ) -> None:
         self.session = session
         self.trainer: Trainer = session.trainer
         self.schedule = schedule
         self.run_files = run
         self.progress = progress
-        self.checkpoint = checkpoint and run is not None
+        self.checkpoints = checkpoints
+        self.stop = stop or StopRequest()
         self.records: list[dict[str, Any]] = []
         self.earlier = 0.0  # wall time of the run before a resume
         self.started = time.perf_counter()
         self.epoch_started = self.started
         self.eval_seconds = 0.0
+        self.position = 0  # rounds done in the current epoch
+        self.loss_sum = 0.0  # their training losses, summed in order
+        self.saved_at = -1  # the round of the last checkpoint written or loaded
 
     @property
     def elapsed(self) -> float:
@@ -103,9 +149,10 @@ class _Fit:
         self.records = self.run_files.read_metrics() if self.run_files is not None else []
         self.trainer.setup()
         try:
-            if self.schedule.eval_at_start and start_epoch == 0:
+            if self.schedule.eval_at_start and start_epoch == 0 and self.position == 0:
                 self._evaluate(None, train_time=0.0)
             for epoch in range(start_epoch, self.schedule.epochs):
+                self._stop_if_requested(epoch)
                 self._epoch(epoch)
         except _TargetReached:
             pass
@@ -123,33 +170,79 @@ class _Fit:
         self.session.load_state_dict(state["session"])
         torch.set_rng_state(state["torch_rng"])
         self.earlier = float(state["elapsed"])
-        epoch = int(state["epoch"])
-        self.run_files.truncate_metrics(epoch)
-        return epoch
+        self.position = int(state.get("position", 0))
+        self.loss_sum = float(state.get("epoch_loss", 0.0))
+        self.epoch_started -= float(state.get("epoch_seconds", 0.0))
+        self.saved_at = self.trainer.rounds
+        self.run_files.truncate_metrics(self.trainer.rounds)
+        return int(state["epoch"])
 
     def _epoch(self, epoch: int) -> None:
-        self.epoch_started = time.perf_counter()
+        start, total = self.position, len(self.trainer.sampler)
+        if start == 0:
+            self.epoch_started = time.perf_counter()
         self.eval_seconds = 0.0
-        total = len(self.trainer.sampler)
-        with _RoundBar(epoch, self.schedule.epochs, total, self.progress) as bar:
+        with RoundBar(epoch, self.schedule.epochs, total, self.progress, start) as bar:
 
             def after_round(loss: float) -> None:
+                self.loss_sum += loss
+                self.position += 1
                 bar(loss)
                 every = self.schedule.eval_every
-                if every and self.trainer.rounds % every == 0 and self.trainer.rounds % total:
+                if every and self.trainer.rounds % every == 0 and self.position < total:
                     self._evaluate(None, train_time=self._training_seconds())
+                if self.position < total:
+                    self._within_epoch(epoch)
 
-            train_loss = self.trainer.train_epoch(epoch, on_round=after_round)
+            self.trainer.train_epoch(epoch, on_round=after_round, start=start)
+        train_loss = self.loss_sum / total
+        self.position, self.loss_sum = 0, 0.0
         self._evaluate(train_loss, train_time=self._training_seconds())
-        if self.checkpoint and self.run_files is not None:
-            self.run_files.save_checkpoint(
-                {
-                    "epoch": epoch + 1,
-                    "elapsed": self.elapsed,
-                    "session": self.session.state_dict(),
-                    "torch_rng": torch.get_rng_state(),
-                }
-            )
+        self._save(epoch + 1)
+
+    def _within_epoch(self, epoch: int) -> None:
+        """After a round that does not end its epoch: checkpoint as configured, stop on request."""
+        every = self.checkpoints.every
+        if every and self.trainer.rounds % every == 0:
+            self._save(epoch)
+        self._stop_if_requested(epoch)
+
+    def _stop_if_requested(self, epoch: int) -> None:
+        if not self.stop.requested:
+            return
+        self._save(epoch)
+        rounds = self.trainer.rounds
+        checkpointed = self.saved_at == rounds
+        where = (
+            "the checkpoint holds it"
+            if checkpointed
+            else "no checkpoint holds it (train.checkpoint = false), so it cannot be resumed"
+        )
+        raise RunStopped(
+            f"stopped by {self.stop.reason} after round {rounds} (epoch {epoch + 1}, round"
+            f" {self.position} of {len(self.trainer.sampler)}); {where}",
+            rounds=rounds,
+            checkpointed=checkpointed,
+        )
+
+    def _save(self, epochs_done: int) -> None:
+        """Checkpoint after ``epochs_done`` epochs and ``self.position`` rounds of the next."""
+        rounds = self.trainer.rounds
+        if not self.checkpoints.enabled or self.run_files is None or self.saved_at == rounds:
+            return
+        self.run_files.save_checkpoint(
+            {
+                "epoch": epochs_done,
+                "position": self.position,
+                "epoch_loss": self.loss_sum,
+                "epoch_seconds": self._training_seconds() if self.position else 0.0,
+                "elapsed": self.elapsed,
+                "session": self.session.state_dict(),
+                "torch_rng": torch.get_rng_state(),
+                "config": self.checkpoints.config,
+            }
+        )
+        self.saved_at = rounds
 
     def _training_seconds(self) -> float:
         """Seconds of training in the current epoch so far (evaluations excluded)."""
@@ -162,7 +255,7 @@ class _Fit:
         record = self._record(train_loss, metrics, train_time)
         self.records.append(record)
         if self.progress and train_loss is not None:
-            tqdm.write(_describe(record))
+            tqdm.write(describe(record))
         if self.run_files is not None:
             self.run_files.append_metrics(record)
         target = self.schedule.target
@@ -194,44 +287,3 @@ class _Fit:
         record["epoch_train_seconds"] = train_time
         record["wall_time"] = self.elapsed
         return record
-
-
-class _RoundBar:
-    """A tqdm bar over one epoch's rounds that shows the running loss."""
-
-    def __init__(self, epoch: int, epochs: int, total: int, enabled: bool) -> None:
-        self._bar = tqdm(
-            total=total,
-            desc=f"epoch {epoch + 1}/{epochs}",
-            unit="round",
-            leave=False,
-            disable=None if enabled else True,  # None: only on a terminal
-            dynamic_ncols=True,
-        )
-        self._loss = math.nan
-
-    def __call__(self, loss: float) -> None:
-        self._loss = loss if math.isnan(self._loss) else 0.9 * self._loss + 0.1 * loss
-        self._bar.update(1)
-        if self._bar.n % 20 == 0:
-            self._bar.set_postfix(loss=f"{self._loss:.4f}", refresh=False)
-
-    def __enter__(self) -> _RoundBar:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._bar.close()
-
-
-def _describe(record: dict[str, Any]) -> str:
-    parts = [f"epoch {record['epoch']}"]
-    if record["train_loss"] is not None:
-        parts.append(f"train_loss {record['train_loss']:.4f}")
-    parts += [f"{k} {v:.4f}" for k, v in record.items() if k.startswith("test_")]
-    if "bytes_up" in record:
-        megabytes = (record["bytes_up"] + record["bytes_down"]) / 2**20
-        parts.append(f"train_traffic {megabytes:.1f} MiB")
-    if "epsilon" in record:
-        parts.append(f"epsilon {record['epsilon']:.3g}")
-    parts.append(f"{record['epoch_train_seconds']:.1f}s")
-    return " | ".join(parts)

@@ -1,13 +1,17 @@
 """``vfl run``: check, load, compose, then write the run directory, train and summarize.
 
-Everything that can refuse a run (the config's rules when it is built, the data, the
-composition) happens before the run directory is created, so a refused run leaves no files.
+Everything that can refuse a run (a run directory in the way, the config's rules when it is
+built, a resumed config that differs from its checkpoint's, the data, the composition) happens
+before the run directory is created or written, so a refused run leaves no files. A run that
+fails afterwards says so in its folder (``error.txt``, and ``traceback.txt`` for a bug).
 """
 
 from __future__ import annotations
 
 import logging
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,27 +19,36 @@ import torch
 
 from vfl.config import RunConfig
 from vfl.config.io import to_toml
+from vfl.config.rules import check_target_metric
+from vfl.data.dataset import Dataset
+from vfl.data.partition import Partition
 from vfl.errors import ConfigError
 from vfl.protocol.loop import ServerLoop
 from vfl.results.compute import summarize_compute, write_compute_csv
 from vfl.results.costs import RoundShape, paper_accounting, time_to_reach
-from vfl.results.files import COMPUTE, CONFIG, METRICS, PARTITION, SUMMARY, RunDirectory
+from vfl.results.files import (
+    CHECKPOINT,
+    COMPUTE,
+    CONFIG,
+    PARTITION,
+    SUMMARY,
+    RunDirectory,
+    check_new,
+    failure_line,
+)
 from vfl.results.summary import Target
 from vfl.run.bundles import BUNDLE, export_run
 from vfl.run.compose import Blueprint, build_session
 from vfl.run.data import prepare
-from vfl.run.fit import fit
-from vfl.run.session import PartyGroup, Session
+from vfl.run.fit import RunStopped, fit
+from vfl.run.folders import check_unchanged
+from vfl.run.folders import default_run_dir as default_run_dir  # its home before run/folders.py
+from vfl.run.session import LocalParties, PartyGroup, Session
+from vfl.run.signals import StopRequest
 from vfl.run.stages import NoiseSource, noise_source, use_threads
 from vfl.seeding import derive_seed
 
 log = logging.getLogger(__name__)
-
-
-def default_run_dir(config: RunConfig, label: str) -> Path:
-    """``output.dir / output.name``, or ``output.dir / <label>-<timestamp>``."""
-    name = config.output.name or f"{label}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return Path(config.output.dir) / name
 
 
 def target_of(config: RunConfig) -> Target | None:
@@ -43,30 +56,64 @@ def target_of(config: RunConfig) -> Target | None:
     return Target(config.target.metric, config.target.value) if config.target.metric else None
 
 
-def train(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str, Any]:
+def train(
+    config: RunConfig, run_dir: Path, *, resume: bool = False, stop: StopRequest | None = None
+) -> dict[str, Any]:
     """Train as configured into ``run_dir`` (or continue it with ``resume``); returns the summary.
 
+    ``stop``, once requested, ends training after the current round with a checkpoint.
+
     Raises:
-        ConfigError: if ``run_dir`` already holds a run and ``resume`` is false, or the data
-            does not fit the config (before anything is written).
+        ConfigError: if ``run_dir`` is not missing or empty (without ``resume``), if the config
+            differs from the checkpoint's outside ``folders.RESUMABLE_KEYS`` (with it), or the
+            data does not fit the config (all before anything is written).
+        RunStopped: if ``stop`` was requested.
     """
-    if not resume and (run_dir / METRICS).exists():
-        raise ConfigError(
-            f"run directory {str(run_dir)!r} already holds a run; continue it with"
-            f" `vfl run --resume {run_dir}` or choose another --run-dir"
-        )
+    if resume:
+        run_files = _resumable(config, run_dir)
+        with _failures_recorded(run_files):
+            return _train(config, _compose(config, resume=True), run_files, resume, stop)
+    check_new(run_dir)
+    composed = _compose(config, resume=False)
+    run_files = RunDirectory(run_dir)
+    with _failures_recorded(run_files):
+        return _train(config, composed, run_files, resume, stop)
+
+
+@dataclass(frozen=True)
+class _Composed:
+    """A built run and what its files and bundles need of its data."""
+
+    dataset: Dataset
+    partition: Partition
+    session: Session[LocalParties]
+
+
+def _compose(config: RunConfig, *, resume: bool) -> _Composed:
+    """Load the data, check what needs it, and build the run (nothing is written)."""
     use_threads(config.train.threads)
     dataset, partition, data = prepare(config)
+    check_target_metric(config.target.metric, data.task.num_classes)
     if not resume:  # user modules may draw from the global RNG (dropout): make runs repeatable
         torch.manual_seed(derive_seed(config.train.seed, "torch-global"))
     session = build_session(Blueprint.from_config(config), data)
     if config.privacy.mechanism == "pbm" and noise_source(config, deployed=False) == "seeded":
         log.warning("privacy noise: %s", noise_note("seeded"))
-    run_files = RunDirectory(run_dir)
+    return _Composed(dataset, partition, session)
+
+
+def _train(
+    config: RunConfig,
+    composed: _Composed,
+    run_files: RunDirectory,
+    resume: bool,
+    stop: StopRequest | None,
+) -> dict[str, Any]:
+    dataset, partition, session = composed.dataset, composed.partition, composed.session
     run_files.write_text(CONFIG, to_toml(config))
     run_files.write_text(PARTITION, partition.to_json())
     try:
-        fit_as_configured(session, config, run_files, resume=resume)
+        fit_as_configured(session, config, run_files, resume=resume, stop=stop)
     finally:
         session.trainer.close()
     summary = finish_summary(config, session, run_files)
@@ -82,6 +129,49 @@ def train(config: RunConfig, run_dir: Path, *, resume: bool = False) -> dict[str
     return summary
 
 
+@contextmanager
+def _failures_recorded(run_files: RunDirectory) -> Iterator[None]:
+    """Replace what an earlier attempt recorded; record why this one ends early, if it does."""
+    run_files.clear_failure()
+    try:
+        yield
+    except BaseException as error:
+        run_files.record_failure(error, failure_message(error, run_files.path))
+        raise
+
+
+def failure_message(error: BaseException, run_dir: Path) -> str:
+    """What ``error.txt`` says about a run that ended with ``error``, and how to go on."""
+    resume = f"`vfl run --resume {run_dir}`"
+    if isinstance(error, RunStopped):
+        return f"{error}; continue with {resume}" if error.checkpointed else str(error)
+    if isinstance(error, KeyboardInterrupt):
+        if (run_dir / CHECKPOINT).exists():
+            return f"interrupted; continue from the last checkpoint with {resume}"
+        return "interrupted before the first checkpoint; nothing to resume"
+    return failure_line(error)
+
+
+def _resumable(config: RunConfig, run_dir: Path) -> RunDirectory:
+    """The run folder to resume, once its checkpoint shows ``config`` may continue it."""
+    if not run_dir.is_dir():
+        raise ConfigError(f"--resume {str(run_dir)!r}: no such folder, so no run to resume")
+    run_files = RunDirectory(run_dir)
+    state = run_files.load_checkpoint(lazily=True)
+    trained = state.get("config")
+    if isinstance(trained, str) and trained:  # checkpoints of older versions hold no config
+        check_unchanged(trained, config, run_dir)
+    done, position = int(state["epoch"]), int(state.get("position", 0))
+    if config.train.epochs < done + (position > 0):
+        where = f"round {position} of epoch {done + 1}" if position else f"the end of epoch {done}"
+        raise ConfigError(
+            f"train.epochs: the checkpoint of {str(run_dir)!r} is at {where}, so the run cannot"
+            f" end after {config.train.epochs} epochs; resume with --set"
+            f" train.epochs={max(done + (position > 0), 1)} or more"
+        )
+    return run_files
+
+
 def fit_as_configured(
     session: Session[PartyGroup],
     config: RunConfig,
@@ -89,11 +179,12 @@ def fit_as_configured(
     *,
     resume: bool,
     eval_at_start: bool | None = None,
+    stop: StopRequest | None = None,
 ) -> None:
     """``fit`` with the config's epochs, evaluations, target, checkpoints and progress bar.
 
     ``eval_at_start`` overrides ``train.eval_at_start`` (a resumed deployment that already
-    recorded epoch 0 must not record it again).
+    recorded epoch 0 must not record it again). Every checkpoint keeps the resolved config.
     """
     fit(
         session,
@@ -101,6 +192,9 @@ def fit_as_configured(
         run=run,
         progress=config.output.progress,
         checkpoint=config.train.checkpoint,
+        checkpoint_every=config.train.checkpoint_every,
+        config=to_toml(config),
+        stop=stop,
         resume=resume,
         eval_at_start=config.train.eval_at_start if eval_at_start is None else eval_at_start,
         eval_every=config.train.eval_every,
