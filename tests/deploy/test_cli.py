@@ -171,3 +171,39 @@ def test_launch_stops_every_process_and_names_a_refused_party(tmp_path: Path) ->
     assert "party-1 exited with status 2" in result.stderr
     assert "refused party 1" in result.stderr
     assert "wrong token" in (scenario.run_dir / "logs" / "server.log").read_text()
+
+
+def test_the_server_never_starts_a_new_run_over_a_users_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: the run folder holds the user's own notes
+    scenario = make_scenario(tmp_path / "deployment")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "notes.txt").write_text("mine\n")
+
+    # Execute
+    status = main(["server", "--config", str(scenario.run_toml), "--run-dir", str(run_dir)])
+
+    # Assert
+    assert status == 2
+    assert "'notes.txt'" in capsys.readouterr().err
+    assert sorted(p.name for p in run_dir.iterdir()) == ["notes.txt"]
+
+
+def test_a_server_run_that_fails_says_so_in_its_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: the labels file the server config names is gone
+    scenario = make_scenario(tmp_path / "deployment")
+    labels = tmp_path / "deployment" / "holder0-train.csv"
+    labels.unlink()
+    run_dir = tmp_path / "run"
+
+    # Execute
+    status = main(["server", "--config", str(scenario.run_toml), "--run-dir", str(run_dir)])
+
+    # Assert
+    assert status == 2
+    assert "holder0-train.csv" in (run_dir / "error.txt").read_text()
+    assert "holder0-train.csv" in capsys.readouterr().err

@@ -30,6 +30,9 @@ from vfl.run.runner import default_run_dir
 
 log = logging.getLogger(__name__)
 
+LOGS = "logs"
+"""The folder of RUN_DIR that holds every process's log (a new server run may find it)."""
+
 POLL_S = 0.2
 LOG_TAIL_LINES = 20
 
@@ -72,7 +75,7 @@ def launch(
     if missing:
         raise ConfigError(f"vfl launch needs config = PARTY.toml for parties {missing}")
     run_dir = run_dir if run_dir is not None else default_run_dir(config, run_toml.stem)
-    logs = run_dir / "logs"
+    logs = run_dir / LOGS
     logs.mkdir(parents=True, exist_ok=True)
     port_file = logs / "server.port"
     port_file.unlink(missing_ok=True)

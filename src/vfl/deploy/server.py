@@ -30,11 +30,12 @@ from vfl.deploy.alignment import Alignment, align
 from vfl.deploy.config import DeploymentConfig, party_view
 from vfl.deploy.control import ask
 from vfl.deploy.data import LabelTables, load_labels
+from vfl.deploy.launch import LOGS
 from vfl.deploy.messages import CheckpointRequest, ControlAck, SetupReply, SetupRequest
 from vfl.deploy.tls import server_tls
 from vfl.errors import ConfigError, DataError, ProtocolError
 from vfl.results.compute import RoundCompute
-from vfl.results.files import CHECKPOINT, CONFIG, METRICS, RunDirectory
+from vfl.results.files import CHECKPOINT, CONFIG, RunDirectory, check_new
 from vfl.results.metrics import Task
 from vfl.run.compose import Blueprint, build_loop, build_server
 from vfl.run.runner import finish_summary, fit_as_configured
@@ -156,6 +157,24 @@ def run_server(
     """
     tls = server_tls(deployment.tls)
     run = _run_directory(run_dir, resume)
+    run.clear_failure()
+    try:
+        return _serve(config, deployment, run, tls, resume=resume, port_file=port_file)
+    except BaseException as error:
+        run.record_failure(error, str(error) or type(error).__name__)
+        raise
+
+
+def _serve(
+    config: RunConfig,
+    deployment: DeploymentConfig,
+    run: RunDirectory,
+    tls: ServerTls,
+    *,
+    resume: bool,
+    port_file: Path | None,
+) -> dict[str, Any]:
+    """Load the labels, listen, align, train and summarize (``run_server``'s work)."""
     use_threads(config.train.threads)
     labels = load_labels(config.data)
     transport = _listen(deployment, tls)
@@ -213,13 +232,11 @@ def _prepare(
 
 
 def _run_directory(run_dir: Path, resume: bool) -> RunDirectory:
+    """The run's folder: for a new run missing or empty (nothing a user made is replaced)."""
     if resume and not (run_dir / ALIGNMENT).exists():
         raise ConfigError(f"{str(run_dir)!r} holds no deployed run to resume")
-    if not resume and (run_dir / METRICS).exists():
-        raise ConfigError(
-            f"run directory {str(run_dir)!r} already holds a run; continue it with --resume or"
-            " choose another --run-dir"
-        )
+    if not resume:
+        check_new(run_dir, allow=(LOGS,))
     return RunDirectory(run_dir)
 
 

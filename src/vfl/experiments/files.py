@@ -138,10 +138,21 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     """The records of ``run_dir/metrics.jsonl``, with ``None`` metric values read as NaN.
 
     Raises:
-        ConfigError: if the run directory has no ``metrics.jsonl``.
+        ConfigError: if the run directory has no ``metrics.jsonl``, or naming the line of it
+            that is not a JSON record.
     """
     path = run_dir / METRICS
     if not path.exists():
         raise ConfigError(f"{str(run_dir)!r} is not a run directory: it has no {METRICS}")
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as error:
+            raise ConfigError(
+                f"{path}: line {number} is not a JSON record ({error.msg}); a run killed while"
+                " writing leaves its last line cut short: resume the run, or delete the line"
+            ) from None
     return [{k: math.nan if v is None else v for k, v in r.items()} for r in records]

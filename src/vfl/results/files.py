@@ -22,6 +22,7 @@ import errno
 import json
 import os
 import traceback
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -216,8 +217,10 @@ class RunDirectory:
             self.file(name).unlink(missing_ok=True)
 
 
-def check_new(path: Path) -> None:
+def check_new(path: Path, *, allow: Collection[str] = ()) -> None:
     """Refuse to start a new run in ``path`` unless it is missing or an empty folder.
+
+    ``allow`` names entries a new run may find there (``vfl launch``'s ``logs`` folder).
 
     Raises:
         ConfigError: naming what is in the way and what to do instead.
@@ -226,7 +229,7 @@ def check_new(path: Path) -> None:
         return
     if not path.is_dir():
         raise ConfigError(f"run directory {str(path)!r} exists as a file; choose another --run-dir")
-    present = sorted(entry.name for entry in path.iterdir())
+    present = sorted(entry.name for entry in path.iterdir() if entry.name not in allow)
     if not present:
         return
     if CHECKPOINT in present:
