@@ -33,6 +33,43 @@ def test_pack_then_unpack_is_the_identity_in_exactly_the_stated_bytes(
     assert unpack_bits(packed, bits=bits, count=len(values)).tolist() == values.tolist()
 
 
+def stream_reference(values: np.ndarray, bits: int) -> bytes:
+    """The module's layout stated directly: code ``i`` is bits ``[i * bits, (i + 1) * bits)``."""
+    stream = sum(int(code) << (index * bits) for index, code in enumerate(values.tolist()))
+    return stream.to_bytes(-(-len(values) * bits // 8), "little")
+
+
+@given(case=codes())
+def test_packing_lays_codes_out_exactly_as_the_stated_bit_stream(
+    case: tuple[np.ndarray, int],
+) -> None:
+    # Prepare
+    values, bits = case
+
+    # Execute
+    packed = pack_bits(values, bits=bits)
+
+    # Assert
+    assert packed == stream_reference(values, bits)
+
+
+@given(case=codes(), position=st.integers(0, 7))
+def test_a_set_padding_bit_is_refused_for_every_width(
+    case: tuple[np.ndarray, int], position: int
+) -> None:
+    # Prepare
+    values, bits = case
+    used = len(values) * bits
+    if used % 8 == 0 or position < used % 8:
+        return  # no padding bit at this position: nothing to corrupt
+    dirty = bytearray(pack_bits(values, bits=bits))
+    dirty[-1] |= 1 << position
+
+    # Execute / Assert
+    with pytest.raises(WireError, match="padding"):
+        unpack_bits(bytes(dirty), bits=bits, count=len(values))
+
+
 def test_two_bit_codes_fill_four_per_byte() -> None:
     assert pack_bits(np.array([1, 2, 3, 0, 3]), bits=2) == bytes([0b00111001, 0b00000011])
 

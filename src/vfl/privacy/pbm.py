@@ -70,17 +70,17 @@ class PoissonBinomialMechanism:
         if not x.is_floating_point():
             raise ConfigError(f"PBM inputs must be floating point, got dtype {x.dtype}")
         inputs = x.detach().to(device="cpu", dtype=torch.float64)
-        if inputs.numel() and not bool(torch.isfinite(inputs).all()):
+        # One pass finds the largest magnitude; NaN and infinity both make it non-finite.
+        largest = float(inputs.abs().max()) if inputs.numel() else 0.0
+        if not math.isfinite(largest):
             raise ConfigError("PBM inputs contain NaN or infinite values")
         if self.clamp:
             inputs = inputs.clamp(-self.clip, self.clip)
-        elif inputs.numel():
-            largest = float(inputs.abs().max())
-            if largest > self.clip:
-                raise ConfigError(
-                    f"PBM input with |x| = {largest} exceeds the clip bound C = {self.clip};"
-                    " bound the embedding (e.g. tanh with C = 1) or construct with clamp=True"
-                )
+        elif largest > self.clip:
+            raise ConfigError(
+                f"PBM input with |x| = {largest} exceeds the clip bound C = {self.clip};"
+                " bound the embedding (e.g. tanh with C = 1) or construct with clamp=True"
+            )
         prob = 0.5 + (self.beta / self.clip) * inputs
         count = torch.full_like(prob, float(self.trials))
         return torch.binomial(count, prob, generator=generator).to(torch.int64)

@@ -51,9 +51,7 @@ def pack_bits(codes: npt.ArrayLike, *, bits: int) -> bytes:
     per_word = _codes_per_word(bits)
     if per_word:
         return _pack_words(values, bits, per_word)
-    shifts = np.arange(bits, dtype=np.uint64)
-    stream = ((values[:, None] >> shifts) & np.uint64(1)).astype(np.uint8).reshape(-1)
-    return np.packbits(stream, bitorder="little").tobytes()
+    return _pack_groups(values, bits)
 
 
 def unpack_bits(data: bytes | memoryview, *, bits: int, count: int) -> npt.NDArray[np.uint64]:
@@ -79,20 +77,7 @@ def unpack_bits(data: bytes | memoryview, *, bits: int, count: int) -> npt.NDArr
     per_word = _codes_per_word(bits)
     if per_word:
         return _unpack_words(raw, bits, count, per_word)
-    if bits <= WINDOW_BITS:
-        return _unpack_windows(raw, bits, count)
-    stream = np.unpackbits(raw, bitorder="little")
-    if stream[count * bits :].any():
-        raise WireError("non-zero padding bits after the last code")
-    grid = stream[: count * bits].reshape(count, bits).astype(np.uint64)
-    codes: npt.NDArray[np.uint64] = (grid << np.arange(bits, dtype=np.uint64)).sum(
-        axis=1, dtype=np.uint64
-    )
-    return codes
-
-
-WINDOW_BITS = 57
-"""Up to this width, a code and its bit offset within a byte fit one 64-bit window."""
+    return _unpack_groups(raw, bits, count)
 
 
 def _codes_per_word(bits: int) -> int:
@@ -136,17 +121,46 @@ def _dirty_tail(raw: npt.NDArray[np.uint8], used_bits: int) -> bool:
     return bool(used_bits % 8) and bool(int(raw[-1]) >> (used_bits % 8))
 
 
-def _unpack_windows(raw: npt.NDArray[np.uint8], bits: int, count: int) -> npt.NDArray[np.uint64]:
-    """Read each code from the 64-bit little-endian window starting at its first byte."""
-    offsets = np.arange(count, dtype=np.int64) * bits
-    padded = np.zeros(len(raw) + 8, dtype=np.uint8)
-    padded[: len(raw)] = raw
-    windows = padded[(offsets // 8)[:, None] + np.arange(8)].copy().view("<u8").reshape(-1)
-    mask = np.uint64((1 << bits) - 1)
-    codes: npt.NDArray[np.uint64] = (windows >> (offsets % 8).astype(np.uint64)) & mask
-    if _dirty_tail(raw, count * bits):
+def _pack_groups(values: npt.NDArray[np.uint64], bits: int) -> bytes:
+    """Pack each group of 8 codes into ``bits`` bytes through 64-bit words (any ``bits``).
+
+    Code ``k`` of a group starts at bit ``k * bits``: in word ``k * bits // 64`` at shift
+    ``k * bits % 64``, its high bits spilling into the next word when it crosses a boundary.
+    """
+    groups = -(-values.size // 8)
+    padded = np.zeros(groups * 8, dtype=np.uint64)
+    padded[: values.size] = values
+    codes = padded.reshape(groups, 8)
+    words = np.zeros((groups, -(-bits // 8) + 1), dtype="<u8")  # one spare word for the spill
+    for k in range(8):
+        word, shift = divmod(k * bits, 64)
+        words[:, word] |= codes[:, k] << np.uint64(shift)
+        if shift + bits > 64:
+            words[:, word + 1] |= codes[:, k] >> np.uint64(64 - shift)
+    packed = words.view(np.uint8).reshape(groups, -1)[:, :bits].reshape(-1)
+    return packed[: packed_size(values.size, bits)].tobytes()
+
+
+def _unpack_groups(raw: npt.NDArray[np.uint8], bits: int, count: int) -> npt.NDArray[np.uint64]:
+    """Inverse of ``_pack_groups``: each group's ``bits`` bytes read as 64-bit words."""
+    groups, width = -(-count // 8), -(-bits // 8)
+    flat = np.zeros(groups * bits, dtype=np.uint8)
+    flat[: len(raw)] = raw
+    wide = np.zeros((groups, width * 8), dtype=np.uint8)
+    wide[:, :bits] = flat.reshape(groups, bits)
+    words = wide.view("<u8")
+    codes = np.empty((groups, 8), dtype=np.uint64)
+    mask = np.uint64((1 << bits) - 1) if bits < MAX_BITS else ~np.uint64(0)
+    for k in range(8):
+        word, shift = divmod(k * bits, 64)
+        code = words[:, word] >> np.uint64(shift)
+        if shift + bits > 64:
+            code |= words[:, word + 1] << np.uint64(64 - shift)
+        codes[:, k] = code & mask
+    flat_codes: npt.NDArray[np.uint64] = codes.reshape(-1)
+    if flat_codes[count:].any() or _dirty_tail(raw, count * bits):
         raise WireError("non-zero padding bits after the last code")
-    return codes
+    return flat_codes[:count]
 
 
 def _check_bits(bits: int) -> None:
