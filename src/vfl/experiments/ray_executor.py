@@ -86,7 +86,7 @@ class RaySession:
             return cls(ray, owned=False)
         if options.address is None:
             cpus = max(1, round(workers * options.cpus_per_run))
-            ray.init(num_cpus=cpus, include_dashboard=False)
+            ray.init(address="local", num_cpus=cpus, include_dashboard=False)
             print(f"ray: started a local instance with {cpus} CPUs", file=log)
             return cls(ray, owned=True)
         try:
@@ -94,7 +94,7 @@ class RaySession:
         except Exception as error:  # Ray raises ConnectionError, RuntimeError, ValueError...
             raise ConfigError(
                 f"--address {options.address!r}: cannot connect to a Ray cluster there"
-                f" ({type(error).__name__}: {error}); start one with `ray start --head`"
+                f" ({type(error).__name__}: {error}); {_connect_hint(error)}"
             ) from None
         cpus = ray.cluster_resources().get("CPU", 0)
         print(f"ray: connected to {options.address} ({cpus:g} CPUs)", file=log)
@@ -157,6 +157,16 @@ def run_on_node(task: RunTask, workdir: str, environ: dict[str, str]) -> RunOutc
     os.environ.update(environ)
     os.chdir(workdir)  # relative data paths in the config resolve as in the vfl process
     return run_task(task)
+
+
+def _connect_hint(error: BaseException) -> str:
+    cause = error.__cause__ or error
+    if "AuthToken" in str(cause) or "Authentication" in type(cause).__name__:
+        return (
+            "a cluster from `ray start` wants its token: set RAY_AUTH_MODE=token, with the"
+            " cluster's token in ~/.ray/auth_token or RAY_AUTH_TOKEN (docs/experiments.md)"
+        )
+    return "is it running? start one with `ray start --head` (docs/experiments.md)"
 
 
 def _collect(ray: ModuleType, ref: Any, task: RunTask) -> RunOutcome:
