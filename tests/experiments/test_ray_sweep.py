@@ -28,6 +28,7 @@ import torch
 from tests.experiments.sweeps import write_sweep
 from tests.experiments.test_sweep import RUNS, TWO_RUNS, vfl
 from vfl.cli import main
+from vfl.errors import ConfigError
 from vfl.experiments.ray_executor import RayOptions
 from vfl.experiments.spec import read_sweep
 from vfl.experiments.sweep import run_sweep
@@ -166,6 +167,20 @@ def test_a_second_ray_sweep_skips_finished_runs_and_reruns_only_a_missing_one(
     assert [(o.name, o.ok) for o in third.outcomes] == [(RUNS[1], True)]
     lines = (spec.folder / RUNS[1] / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["epoch"] for line in lines] == [0, 1, 2]  # resumed, not repeated
+
+
+@needs_ray
+def test_an_address_nothing_listens_on_stops_the_sweep_before_it_writes(tmp_path: Path) -> None:
+    # Prepare
+    spec = read_sweep(write_sweep(tmp_path, TWO_RUNS))
+    address = f"127.0.0.1:{free_port()}"  # closed again once free_port returns
+
+    # Execute
+    with pytest.raises(ConfigError, match=f"--address '{address}': nothing answers there"):
+        run_sweep(spec, log=io.StringIO(), ray=RayOptions(address=address))
+
+    # Assert
+    assert not spec.folder.exists()
 
 
 def test_without_ray_installed_executor_ray_says_how_to_install_it_and_writes_nothing(

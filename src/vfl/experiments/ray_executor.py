@@ -25,6 +25,8 @@ from vfl.experiments.tasks import RunOutcome, RunTask, record_failure, run_task
 
 ENV_PREFIX = "VFL_"
 """Environment variables passed on to every task (e.g. ``VFL_DATA_DIR``)."""
+CONNECT_SECONDS = 30.0
+"""How long ``--address`` may take to accept a TCP connection before the sweep stops."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class RaySession:
             ray.init(address="local", num_cpus=cpus, include_dashboard=False)
             print(f"ray: started a local instance with {cpus} CPUs", file=log)
             return cls(ray, owned=True)
+        _check_reachable(options.address)
         try:
             ray.init(address=options.address)
         except Exception as error:  # Ray raises ConnectionError, RuntimeError, ValueError...
@@ -157,6 +160,20 @@ def run_on_node(task: RunTask, workdir: str, environ: dict[str, str]) -> RunOutc
     os.environ.update(environ)
     os.chdir(workdir)  # relative data paths in the config resolve as in the vfl process
     return run_task(task)
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse a ``HOST:PORT`` that nothing listens on at once (Ray itself retries for minutes)."""
+    host, _, port = address.rpartition(":")
+    if not host or "://" in address or not port.isdigit():
+        return  # "auto", "ray://...": Ray resolves these
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as error:
+        raise ConfigError(
+            f"--address {address!r}: nothing answers there ({error}); is the cluster running?"
+            " start one with `ray start --head` (docs/experiments.md)"
+        ) from None
 
 
 def _connect_hint(error: BaseException) -> str:
