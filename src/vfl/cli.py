@@ -22,7 +22,13 @@ from vfl.privacy.cli import register as register_privacy
 from vfl.results.files import check_new, failure_line, saved_traceback
 from vfl.serving.cli import register as register_serving
 
-EXTRAS = {"grpc": "deploy", "google": "deploy", "nacl": "deploy", "matplotlib": "plots"}
+EXTRAS = {
+    "grpc": "deploy",
+    "google": "deploy",
+    "nacl": "deploy",
+    "matplotlib": "plots",
+    "ray": "ray",
+}
 """Optional dependencies by top-level module, and the extra that installs each."""
 EXPECTED = (VflError, OSError)
 """Failures a user can cause or fix (bad input, the file system, the network): one line, 2."""

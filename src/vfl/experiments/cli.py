@@ -5,10 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vfl.errors import ConfigError
 
+if TYPE_CHECKING:
+    from vfl.experiments.ray_executor import RayOptions
+
 Subparsers = argparse._SubParsersAction  # argparse exposes no public name for this type
+EXECUTORS = ("local", "ray")
+RAY_ONLY = ("address", "cpus_per_run", "gpus_per_run")
+"""Options of ``vfl sweep`` that only ``--executor ray`` takes."""
 
 
 def register(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
@@ -22,6 +29,29 @@ def register(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         "--dry-run",
         action="store_true",
         help="show what happens to each run folder (keep, resume, extend, move aside, create)",
+    )
+    sweep.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="where the runs go: a local process pool (default) or Ray tasks (vfl[ray])",
+    )
+    sweep.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="with --executor ray: the Ray cluster (HOST:PORT or auto; default: a local instance)",
+    )
+    sweep.add_argument(
+        "--cpus-per-run",
+        type=float,
+        metavar="N",
+        help="with --executor ray: CPUs each run reserves, and its torch threads (default 1)",
+    )
+    sweep.add_argument(
+        "--gpus-per-run",
+        type=float,
+        metavar="N",
+        help="with --executor ray: GPUs each run reserves (default 0)",
     )
     sweep.set_defaults(handler=_sweep)
 
@@ -38,15 +68,33 @@ def _sweep(args: argparse.Namespace) -> int:
 
     if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {args.workers}")
+    ray = _ray_options(args)
     spec = read_sweep(args.sweep)
     try:
-        result = run_sweep(spec, workers=args.workers, dry_run=args.dry_run)
+        result = run_sweep(spec, workers=args.workers, dry_run=args.dry_run, ray=ray)
     except KeyboardInterrupt:
         print(f"vfl: interrupted; run `vfl sweep {args.sweep}` again to resume", file=sys.stderr)
         return 130
     for outcome in result.failed:
         print(f"vfl: run {outcome.name} failed: {outcome.error}", file=sys.stderr)
     return 1 if result.failed else 0
+
+
+def _ray_options(args: argparse.Namespace) -> RayOptions | None:
+    from vfl.experiments.ray_executor import RayOptions  # imports no Ray itself
+
+    given = [name for name in RAY_ONLY if getattr(args, name) is not None]
+    if args.executor != "ray":
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise ConfigError(f"{flag} is an option of --executor ray, not --executor local")
+        return None
+    defaults = RayOptions()
+    return RayOptions(
+        address=args.address,
+        cpus_per_run=defaults.cpus_per_run if args.cpus_per_run is None else args.cpus_per_run,
+        gpus_per_run=defaults.gpus_per_run if args.gpus_per_run is None else args.gpus_per_run,
+    )
 
 
 def _plot(args: argparse.Namespace) -> int:

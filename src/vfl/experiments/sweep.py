@@ -3,52 +3,33 @@
 ``run_sweep`` validates every run's config first, writes ``sweep.json``, moves aside every
 folder that holds another run (``vfl.experiments.folders``: nothing finished is deleted), runs
 what is left (in this process with one worker, else in a ``spawn`` process pool with
-``torch.set_num_threads(max(1, cores // workers))`` in each worker), then writes the reports.
-A failing run leaves its traceback in ``error.txt`` and does not stop the others.
+``torch.set_num_threads(max(1, cores // workers))`` in each worker, or as Ray tasks with
+``vfl.experiments.ray_executor``), then writes the reports. A failing run leaves its traceback in
+``error.txt`` and does not stop the others.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-import os
 import sys
-import time
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from vfl.config import RunConfig
 from vfl.experiments.files import ERROR, Manifest, SettingEntry, write_manifest
 from vfl.experiments.folders import VERBS, FolderAction, plan_folders
 from vfl.experiments.plan import PlannedRun, RunState, plan
 from vfl.experiments.report import write_sweep_report
 from vfl.experiments.spec import SweepSpec
+from vfl.experiments.tasks import RunOutcome, RunTask, cores, record_failure, run_task
 
+if TYPE_CHECKING:
+    from vfl.experiments.ray_executor import RayOptions, RaySession
 
-@dataclass(frozen=True)
-class RunTask:
-    """What a worker needs to train one run (picklable)."""
-
-    name: str
-    run_dir: Path
-    config: RunConfig
-    resume: bool
-    threads: int = 0
-    """torch intra-op threads; 0 leaves torch's default."""
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """How one run ended: ``ok``, its wall time, its final metrics, or the error."""
-
-    name: str
-    ok: bool
-    seconds: float
-    final: dict[str, float] = field(default_factory=dict)
-    error: str = ""
+__all__ = ["RunOutcome", "RunTask", "SweepResult", "execute", "manifest_of", "run_sweep"]
 
 
 @dataclass(frozen=True)
@@ -79,7 +60,12 @@ class SweepResult:
 
 
 def run_sweep(
-    spec: SweepSpec, *, workers: int | None = None, dry_run: bool = False, log: TextIO = sys.stderr
+    spec: SweepSpec,
+    *,
+    workers: int | None = None,
+    dry_run: bool = False,
+    log: TextIO = sys.stderr,
+    ray: RayOptions | None = None,
 ) -> SweepResult:
     """Run every unfinished run of ``spec`` and write the sweep's tables and plots.
 
@@ -89,9 +75,15 @@ def run_sweep(
         dry_run: Only print what would happen to each run's folder (keep, resume, extend, move
             aside to a named folder, create); run nothing and write nothing.
         log: Where the progress lines go.
+        ray: Run each run as a Ray task with these options instead of in the local pool
+            (``vfl.experiments.ray_executor``; ``workers`` then sizes only a Ray instance
+            started on this machine). The run folders are written the same way.
 
     Raises:
-        ConfigError: if any run's config is invalid (before anything runs).
+        ConfigError: if any run's config is invalid, or the Ray cluster cannot be reached
+            (before anything is written).
+        ModuleNotFoundError: if ``ray`` is given and Ray is not installed (before anything is
+            written).
     """
     runs = plan(spec)
     folder = spec.folder
@@ -103,12 +95,21 @@ def run_sweep(
             print(f"  {action.describe()}", file=log)
     if dry_run:
         return SweepResult(folder, actions)
-    write_manifest(folder, manifest_of(spec, runs))
     pending = [run for run in runs if actions[run.name].trains]
     workers = max(1, min(workers or spec.workers, len(pending)))
-    threads = max(1, _cores() // workers) if workers > 1 else 0
-    tasks = [_prepare(folder, run, actions[run.name], threads) for run in pending]
-    outcomes = execute(tasks, workers=workers, on_done=_Progress(len(tasks), spec.metric, log))
+    session = _connect(ray, workers, log) if ray is not None and pending else None
+    try:
+        write_manifest(folder, manifest_of(spec, runs))
+        threads = max(1, cores() // workers) if workers > 1 else 0
+        tasks = [_prepare(folder, run, actions[run.name], threads) for run in pending]
+        progress = _Progress(len(tasks), spec.metric, log)
+        if session is None or ray is None:
+            outcomes = execute(tasks, workers=workers, on_done=progress)
+        else:
+            outcomes = _execute_on_ray(session, tasks, ray, progress)
+    finally:
+        if session is not None:
+            session.close()
     reports = write_sweep_report(folder)
     print(f"tables and plots in {folder}", file=log)
     return SweepResult(folder, actions, tuple(outcomes), tuple(reports))
@@ -160,22 +161,21 @@ def execute(
     return outcomes
 
 
-def run_task(task: RunTask) -> RunOutcome:
-    """Train one run (in a worker process); any error becomes a failed outcome and error.txt."""
-    started = time.perf_counter()
-    try:
-        import torch
+def _connect(options: RayOptions, workers: int, log: TextIO) -> RaySession:
+    from vfl.experiments.ray_executor import RaySession  # deferred: Ray is an optional extra
 
-        from vfl.run import runner  # deferred: the parent needs no torch to plan or report
+    return RaySession.connect(options, workers=workers, log=log)
 
-        if task.threads:
-            torch.set_num_threads(task.threads)
-        with torch.random.fork_rng(devices=[]):  # runs sharing a worker see no draws of others
-            summary = runner.train(task.config, task.run_dir, resume=task.resume)
-    except Exception as error:  # one bad run must not stop the sweep
-        return _failure(task, error, traceback.format_exc(), time.perf_counter() - started)
-    final = {k: v for k, v in summary["final"].items() if isinstance(v, int | float)}
-    return RunOutcome(task.name, ok=True, seconds=time.perf_counter() - started, final=final)
+
+def _execute_on_ray(
+    session: RaySession,
+    tasks: Sequence[RunTask],
+    options: RayOptions,
+    on_done: Callable[[RunOutcome], None],
+) -> list[RunOutcome]:
+    from vfl.experiments.ray_executor import execute_on_ray
+
+    return execute_on_ray(session, tasks, options=options, on_done=on_done)
 
 
 def _prepare(folder: Path, run: PlannedRun, action: FolderAction, threads: int) -> RunTask:
@@ -188,21 +188,7 @@ def _collect(future: Future[RunOutcome], task: RunTask) -> RunOutcome:
     try:
         return future.result()
     except Exception as error:  # the worker process died (killed, out of memory)
-        return _failure(task, error, traceback.format_exc(), 0.0)
-
-
-def _failure(task: RunTask, error: BaseException, trace: str, seconds: float) -> RunOutcome:
-    task.run_dir.mkdir(parents=True, exist_ok=True)
-    (task.run_dir / ERROR).write_text(trace)
-    message = f"{type(error).__name__}: {error}"
-    return RunOutcome(task.name, ok=False, seconds=seconds, error=message)
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        return record_failure(task, error, traceback.format_exc(), 0.0)
 
 
 class _Progress:
