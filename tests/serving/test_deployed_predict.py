@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.deploy.scenario import Scenario, run_launch
+from tests.deploy.scenario import Scenario
 from tests.serving.deployed import gathered_bundles, joined_test_table, trained_deployment
 from vfl.cli import main
 from vfl.run.bundles import BUNDLE, SERVER, party_folder
