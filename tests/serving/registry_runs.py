@@ -38,6 +38,8 @@ class Deployed:
     run_dir: Path
     run_toml: Path
     ids_csv: Path
+    ca: Path
+    client: tuple[Path, Path]
     party_tomls: dict[int, Path] = field(default_factory=dict)
     tables: dict[int, Path] = field(default_factory=dict)
 
@@ -75,10 +77,12 @@ def deployment_of(run_dir: Path, root: Path) -> Deployed:
     """Write the deployment that predicts with ``run_dir``'s bundles (see the module doc)."""
     root.mkdir(parents=True, exist_ok=True)
     labels, tables = party_tables(run_dir)
-    pki = create_test_pki(root / "certs", parties=sorted(tables))
+    pki = create_test_pki(root / "certs", parties=sorted(tables), clients=["tester"])
     ids_csv = root / "ids.csv"
     labels.to_csv(ids_csv, index=False)
-    deployed = Deployed(root, run_dir, root / "run.toml", ids_csv)
+    deployed = Deployed(
+        root, run_dir, root / "run.toml", ids_csv, pki.ca_cert, pki.clients["tester"]
+    )
     lines = [
         "[data]",
         'name = "table"',

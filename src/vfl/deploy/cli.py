@@ -44,6 +44,31 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _overrides(launch)
     launch.set_defaults(handler=_launch)
 
+    serve = commands.add_parser(
+        "serve", help="label holder: online scoring with a trained model (docs/predict.md)"
+    )
+    serve.add_argument("--config", type=Path, required=True, help="RUN.toml of the deployment")
+    serve.add_argument("--model", type=Path, required=True, help="the trained run's directory")
+    serve.add_argument("--port-file", type=Path, help="write the listening port here")
+    serve.add_argument(
+        "--wait-s",
+        type=float,
+        default=5.0,
+        help="how long a request waits for a party that is not connected (default: 5)",
+    )
+    _overrides(serve)
+    serve.set_defaults(handler=_serve)
+
+    score = commands.add_parser("score", help="ask vfl serve to score IDs; prints its JSON answer")
+    score.add_argument("address", help="host:port of vfl serve")
+    score.add_argument("ids", nargs="+", help="the IDs to score")
+    score.add_argument("--ca", required=True, help="the deployment's CA certificate")
+    score.add_argument("--cert", required=True, help="a client certificate (client-<name>)")
+    score.add_argument("--key", required=True, help="its private key")
+    score.add_argument("--server-name", default="", help="the name the server's certificate has")
+    score.add_argument("--timeout-s", type=float, default=30.0, help="(default: 30)")
+    score.set_defaults(handler=_score)
+
     certs = commands.add_parser("certs", help="create a test CA, certificates and party tokens")
     certs.add_argument("--out", type=Path, required=True, help="directory for the files")
     certs.add_argument("--parties", type=int, nargs="+", required=True, metavar="ID")
@@ -54,6 +79,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="DNS name or IP the parties dial (repeatable; default: localhost and 127.0.0.1)",
     )
     certs.add_argument("--days", type=int, default=30, help="validity (default: 30)")
+    certs.add_argument(
+        "--clients",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="also certificates client-NAME for callers of vfl serve's scoring API",
+    )
     certs.add_argument(
         "--force",
         action="store_true",
@@ -160,6 +192,29 @@ def _party(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from vfl.deploy.config import load_run_config
+    from vfl.deploy.serve import serve
+
+    _log_to_stderr()
+    config, deployment = load_run_config(args.config, args.overrides)
+    serve(config, deployment, args.model, port_file=args.port_file, wait_s=args.wait_s)
+    return 0
+
+
+def _score(args: argparse.Namespace) -> int:
+    from vfl.deploy.config import PartyTlsConfig
+    from vfl.deploy.score_api import score_ids
+    from vfl.deploy.tls import party_tls
+
+    tls = party_tls(
+        PartyTlsConfig(ca=args.ca, cert=args.cert, key=args.key, server_name=args.server_name)
+    )
+    answer = score_ids(args.address, args.ids, tls, timeout_s=args.timeout_s)
+    print(json.dumps(answer, indent=2))
+    return 0
+
+
 def _launch(args: argparse.Namespace) -> int:
     from vfl.deploy.launch import PredictArgs, launch
 
@@ -189,6 +244,7 @@ def _certs(args: argparse.Namespace) -> int:
         server_names=args.server_name or DEFAULT_SERVER_NAMES,
         days=args.days,
         force=args.force,
+        clients=args.clients,
     )
     if pki.set_aside is not None:
         print(f"moved the files it replaces, keys included, to {pki.set_aside}")

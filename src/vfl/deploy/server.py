@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import grpc
 import torch
 
 from vfl.config import RunConfig
@@ -214,22 +216,29 @@ def listen(
     model: str = "",
     policy: RetryPolicy | None = None,
     ledger: Ledger | None = None,
+    control_timeout_s: float | None = None,
+    services: Sequence[grpc.GenericRpcHandler] = (),
+    service_workers: int = 0,
 ) -> GrpcTransport:
     """The server's transport, listening as ``deployment`` says.
 
     ``model``: the run fingerprint of the model a predicting server uses (parties must bring
-    bundles of that run); ``policy`` replaces the deployment's retry policy.
+    bundles of that run); ``policy`` replaces the deployment's retry policy and
+    ``control_timeout_s`` its ``setup_timeout_s``; ``services`` are more gRPC services on the
+    same port (``vfl serve``'s scoring API), which need ``service_workers`` threads.
     """
     return GrpcTransport(
         deployment.credentials(),
         tls=tls,
         listen=deployment.listen,
         policy=policy or deployment.retry_policy(),
-        control_timeout_s=deployment.setup_timeout_s,
+        control_timeout_s=control_timeout_s or deployment.setup_timeout_s,
         keepalive_s=deployment.keepalive_s,
         max_bytes=deployment.max_message_mib * 2**20,
         ledger=ledger,
         model=model,
+        services=services,
+        service_workers=service_workers,
     )
 
 

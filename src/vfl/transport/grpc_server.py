@@ -76,6 +76,8 @@ class PartyStreams:
         max_bytes: Largest frame accepted.
         chunk_bytes: Frame bytes per chunk.
         keepalive_s: Keepalive ping interval on idle streams.
+        services: More gRPC services the same server hosts on the same port and TLS (the
+            online scoring API of ``vfl serve``), with the worker threads they need.
     """
 
     def __init__(
@@ -89,8 +91,12 @@ class PartyStreams:
         max_bytes: int,
         chunk_bytes: int,
         keepalive_s: float,
+        services: Sequence[grpc.GenericRpcHandler] = (),
+        service_workers: int = 0,
     ) -> None:
         self._auth = auth
+        self._services = tuple(services)
+        self._service_workers = service_workers
         self._party_ids = tuple(sorted(auth.credentials))
         self._pending = pending
         self._wire = wire
@@ -109,10 +115,10 @@ class PartyStreams:
         handler = grpc.method_handlers_generic_handler(
             SERVICE_NAME, {METHOD_NAME: grpc.stream_stream_rpc_method_handler(self._serve)}
         )
-        workers = 2 * len(self._party_ids) + 4
+        workers = 2 * len(self._party_ids) + 4 + self._service_workers
         server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vfl-grpc"),
-            handlers=(handler,),
+            handlers=(handler, *self._services),
             options=grpc_options(chunk_bytes=self._chunk_bytes, keepalive_s=keepalive_s),
             maximum_concurrent_rpcs=workers,
         )

@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+import grpc
 import numpy as np
 
 from vfl.errors import ProtocolError, WireError
@@ -63,6 +64,8 @@ class GrpcTransport(Transport):
         chunk_bytes: Frame bytes per chunk.
         keepalive_s: Interval of keepalive pings on idle streams.
         rng: Source of the backoff jitter (fresh entropy by default).
+        services: More gRPC services the server hosts on its port (``PartyStreams``).
+        service_workers: Worker threads those services need.
         model: When the server predicts, its model's run fingerprint: a party is admitted only
             with a bundle of that run (``Authenticator.check_model``).
     """
@@ -81,6 +84,8 @@ class GrpcTransport(Transport):
         keepalive_s: float = 20.0,
         rng: np.random.Generator | None = None,
         model: str = "",
+        services: Sequence[grpc.GenericRpcHandler] = (),
+        service_workers: int = 0,
     ) -> None:
         super().__init__(ledger=ledger)
         self.policy = policy if policy is not None else RetryPolicy()
@@ -101,6 +106,8 @@ class GrpcTransport(Transport):
             max_bytes=max_bytes,
             chunk_bytes=chunk_bytes,
             keepalive_s=keepalive_s,
+            services=services,
+            service_workers=service_workers,
         )
         self.port = self.streams.port
 
