@@ -109,6 +109,10 @@ class Scorer:
         self._queue.put(request)
         return request.done.result()
 
+    def prepare(self) -> None:
+        """Set the parties up now, once all are connected, instead of at the first request."""
+        self._queue.put(_Request([]))
+
     def close(self) -> None:
         """Stop the worker after the requests already queued."""
         self._queue.put(None)
@@ -147,6 +151,9 @@ class Scorer:
 
     def _answer(self, batch: list[_Request]) -> None:
         ids = [key for request in batch for key in request.ids]
+        if not ids:  # only preparations
+            self._prepare(batch)
+            return
         try:
             results = self._round_trip(ids)
         except (ProtocolError, WireError, PartyUnavailableError, PartyUnresponsiveError) as error:
@@ -162,6 +169,17 @@ class Scorer:
         for request in batch:
             request.done.set_result(results[start : start + len(request.ids)])
             start += len(request.ids)
+
+    def _prepare(self, batch: list[_Request]) -> None:
+        try:
+            self._ready()
+        except (ProtocolError, WireError, PartyUnavailableError, PartyUnresponsiveError) as error:
+            self._loop = None
+            log.warning(
+                "could not set the parties up yet (the first request will retry): %s", error
+            )
+        for request in batch:
+            request.done.set_result([])
 
     def _round_trip(self, ids: list[str]) -> list[Scored]:
         loop = self._ready()

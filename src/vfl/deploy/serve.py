@@ -25,6 +25,7 @@ from vfl.deploy.tls import server_tls
 from vfl.errors import ConfigError
 from vfl.run import bundles
 from vfl.run.stages import use_threads
+from vfl.transport.link import PartyUnavailableError
 from vfl.transport.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -84,12 +85,28 @@ def serve(
         if port_file is not None:
             port_file.write_text(f"{transport.port}\n")
         log.info("scoring with the model of %s on port %d", model_dir, transport.port)
+        threading.Thread(
+            target=_prepare_when_connected,
+            args=(scorer, deployment.connect_timeout_s),
+            name="vfl-prepare",
+            daemon=True,
+        ).start()
         stop.wait()
         log.info("stopping the scoring service")
     finally:
         scorer.close()
         scorer.shut_down_parties()
         transport.close()
+
+
+def _prepare_when_connected(scorer: Scorer, timeout_s: float) -> None:
+    """Set the parties up as soon as all are connected (else the first request does)."""
+    try:
+        scorer.transport.wait_for_parties(timeout_s)
+    except PartyUnavailableError as error:
+        log.warning("%s; the first request will wait for them", error)
+        return
+    scorer.prepare()
 
 
 def _signalled() -> threading.Event:
