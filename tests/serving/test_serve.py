@@ -44,7 +44,7 @@ def service(trained: Deployed) -> Iterator[Service]:
 @pytest.fixture
 def batch(trained: Deployed) -> pd.DataFrame:
     """``vfl predict``'s probabilities of the test split (from the same bundles), by ID."""
-    frame = pd.read_csv(trained.root.parent / "batch.csv", dtype={"id": str})
+    frame = pd.read_csv(trained.root.parent / "batch.csv", dtype={"id": str, "predicted": str})
     return frame.set_index("id")
 
 
@@ -266,3 +266,24 @@ def test_a_bundle_of_another_run_is_refused_at_connect(
     assert status != 0
     assert "model bundle comes from another run" in log
     assert_scored_like_batch(after, batch)
+
+
+def test_mnist_quadrants_online_scores_equal_batch_prediction(tmp_path: Path) -> None:
+    # Prepare: four image parties, each serving its quadrant's pixels from a CSV table
+    run_dir = trained_run("mnist", tmp_path)
+    assert main(["predict", str(run_dir), "--out", str(tmp_path / "batch.csv")]) == 0
+    expected = pd.read_csv(tmp_path / "batch.csv", dtype={"id": str, "predicted": str}).set_index(
+        "id"
+    )
+    running = start_service(deployment_of(run_dir, tmp_path / "deploy"))
+
+    # Execute
+    try:
+        answer = results(running.score(list(expected.index)))
+    finally:
+        running.stop()
+
+    # Assert
+    assert list(answer) == list(expected.index)
+    for entry in answer.values():
+        assert_scored_like_batch(entry, expected)
