@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -82,7 +83,7 @@ def test_sqlite_rows_are_looked_up_at_every_request(tmp_path: Path) -> None:
     ],
 )
 def test_bad_cells_fail_their_id_and_unseen_categories_are_noted(
-    tmp_path: Path, change: dict[str, list[object]], position: int | None, reason: str
+    tmp_path: Path, change: dict[str, Any], position: int | None, reason: str
 ) -> None:
     # Prepare
     write(tmp_path / "t.csv", TABLE.assign(**change))
