@@ -195,9 +195,9 @@ def main() -> None:
             "load_average": os.getloadavg(),
         },
     }
-    print(json.dumps(result, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ from vfl.cli import main
 from vfl.run.bundles import BUNDLE, SERVER, party_folder
 
 
+pytestmark = pytest.mark.slow  # a deployed training and a deployed prediction: about 40 s
+
+
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
     return trained_deployment(tmp_path_factory.mktemp("trained"))
