@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from tests.deploy.scenario import Scenario
+from tests.deploy.scenario import ROOT, Scenario
 from tests.serving.deployed import gathered_bundles, joined_test_table, trained_deployment
 from vfl.cli import main
 from vfl.run.bundles import BUNDLE, SERVER, party_folder
-
 
 pytestmark = pytest.mark.slow  # a deployed training and a deployed prediction: about 40 s
 
@@ -30,13 +32,8 @@ def predict_deployed(scenario: Scenario, out: Path, *extra: str) -> pd.DataFrame
     return pd.read_csv(out)
 
 
-def run_launch_predict(scenario: Scenario, *args: str):  # type: ignore[no-untyped-def]
-    import os
-    import subprocess
-    import sys
-
-    from tests.deploy.scenario import ROOT
-
+def run_launch_predict(scenario: Scenario, *args: str) -> subprocess.CompletedProcess[str]:
+    """``vfl launch RUN.toml ARGS`` of the scenario; output captured."""
     command = [sys.executable, "-m", "vfl.cli", "launch", str(scenario.run_toml), *args]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     return subprocess.run(
