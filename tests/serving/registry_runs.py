@@ -27,6 +27,15 @@ EXAMPLES = {
     "adult": ROOT / "examples/adult_3party.toml",
     "mnist": ROOT / "examples/mnist_quadrants.toml",
 }
+PBM = (
+    "privacy.mechanism=pbm",
+    "privacy.trials=16",
+    "privacy.secure_aggregation=on",
+    "model.head.fusion=sum",
+    "model.bottom.output_activation=tanh",
+)
+"""PBM with secure aggregation: prediction sums the parties' embeddings securely, as evaluation."""
+
 SMALL = ("train.epochs=1", "data.max_train_samples=600", "data.max_test_samples=60")
 
 

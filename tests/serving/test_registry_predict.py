@@ -17,18 +17,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.serving.registry_runs import ROOT, deployment_of, trained_run
+from tests.serving.registry_runs import PBM, ROOT, deployment_of, trained_run
 from vfl.cli import main
 from vfl.results.files import RunDirectory
-
-PBM = (
-    "privacy.mechanism=pbm",
-    "privacy.trials=16",
-    "privacy.secure_aggregation=on",
-    "model.head.fusion=sum",
-    "model.bottom.output_activation=tanh",
-)
-"""With PBM the deployed prediction sums the parties' embeddings securely, as evaluation does."""
 
 
 def launch_predict(run_toml: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tests.serving.registry_runs import Deployed, deployment_of, trained_run
+from tests.serving.registry_runs import PBM, Deployed, deployment_of, trained_run
 from tests.serving.service import Service, start_service
 from vfl.cli import main
 from vfl.deploy.score_api import call
@@ -268,13 +268,17 @@ def test_a_bundle_of_another_run_is_refused_at_connect(
     assert_scored_like_batch(after, batch)
 
 
-def test_mnist_quadrants_online_scores_equal_batch_prediction(tmp_path: Path) -> None:
-    # Prepare: four image parties, each serving its quadrant's pixels from a CSV table
-    run_dir = trained_run("mnist", tmp_path)
+@pytest.mark.parametrize("case", ["mnist", "adult-pbm"])
+def test_online_scores_equal_batch_prediction_for_images_and_with_pbm(
+    tmp_path: Path, case: str
+) -> None:
+    # Prepare: four MNIST quadrant parties serving their pixels from CSV tables, or Adult with
+    # PBM and secure aggregation (the service sums the embeddings securely, as evaluation does)
+    name, _, variant = case.partition("-")
+    run_dir = trained_run(name, tmp_path, *(PBM if variant else ()))
     assert main(["predict", str(run_dir), "--out", str(tmp_path / "batch.csv")]) == 0
-    expected = pd.read_csv(tmp_path / "batch.csv", dtype={"id": str, "predicted": str}).set_index(
-        "id"
-    )
+    expected = pd.read_csv(tmp_path / "batch.csv", dtype={"id": str, "predicted": str})
+    expected = expected.set_index("id")
     running = start_service(deployment_of(run_dir, tmp_path / "deploy"))
 
     # Execute
