@@ -229,7 +229,7 @@ def observe_party_1(
             super().__init__(ids, rng=rng)
             observed.scalars[frozenset(ids)] = self._scalar
 
-    monkeypatch.setattr("vfl.deploy.party.PsiHolder", Kept)
+    monkeypatch.setattr("vfl.deploy.psi_party.PsiHolder", Kept)
     runtimes = runtimes_for(holder_ids, root)
 
     def party_1(message: Message) -> Message:

@@ -82,7 +82,8 @@ def align(
 
     Args:
         channel: Reaches the parties.
-        ids: The server's IDs per split (``SPLIT_TRAIN``, ``SPLIT_TEST``).
+        ids: The server's IDs of each split to align (``SPLIT_TRAIN``, ``SPLIT_TEST``; a
+            prediction aligns its new rows as ``SPLIT_TEST`` alone).
         rng: Draws the server's secret list order.
 
     Raises:
@@ -91,7 +92,8 @@ def align(
     """
     alignment_id = secrets.token_hex(8)
     rows = {}
-    for split, name in SPLITS.items():
+    for split in ids:
+        name = SPLITS[split]
         rows[split] = _align_split(channel, split, ids[split], alignment_id, rng)
         dropped = len(ids[split]) - len(rows[split])
         log.info(

@@ -15,7 +15,7 @@ import ipaddress
 import os
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography import x509
@@ -27,6 +27,8 @@ from vfl.errors import ConfigError
 from vfl.transport.security import party_name, token_digest
 
 CA_NAME = "vfl test CA"
+CLIENT_PREFIX = "client-"
+"""Certificates of online scoring callers name ``client-<name>`` (``vfl serve``)."""
 DEFAULT_SERVER_NAMES = ("localhost", "127.0.0.1")
 
 
@@ -50,6 +52,8 @@ class PkiFiles:
     server_key: Path
     parties: dict[int, PartyFiles]
     set_aside: Path | None = None
+    clients: dict[str, tuple[Path, Path]] = field(default_factory=dict)
+    """Certificate and key of each scoring client (``vfl score``), by name."""
 
 
 def create_test_pki(
@@ -59,6 +63,7 @@ def create_test_pki(
     server_names: Sequence[str] = DEFAULT_SERVER_NAMES,
     days: int = 30,
     force: bool = False,
+    clients: Sequence[str] = (),
 ) -> PkiFiles:
     """Write a CA, a server certificate for ``server_names``, and a certificate and token per party.
 
@@ -67,6 +72,8 @@ def create_test_pki(
         parties: The party ids.
         server_names: DNS names and IP addresses the parties dial the server by.
         days: Validity of every certificate.
+        clients: Names of callers of the online scoring API (``vfl serve``): each gets a client
+            certificate naming ``client-<name>``, in ``client-<name>.pem`` and ``.key``.
         force: Replace files of an earlier call, after moving them to
             ``directory/replaced-<UTC time>/`` (keys are never deleted).
 
@@ -75,7 +82,12 @@ def create_test_pki(
             (without ``force``) a directory that already holds any of the files.
     """
     _check_request(parties, server_names, days)
-    set_aside = _make_room(directory, _planned(directory, parties), force=force)
+    _check_clients(clients)
+    planned = _planned(directory, parties)
+    planned += [
+        directory / f"{client_name(c)}{suffix}" for c in clients for suffix in (".pem", ".key")
+    ]
+    set_aside = _make_room(directory, planned, force=force)
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_cert = _certificate(CA_NAME, ca_key, ca_key, CA_NAME, days, ca=True)
@@ -93,7 +105,28 @@ def create_test_pki(
     )
     for party in parties:
         files.parties[party] = _party_files(directory, party, ca_key, days)
+    for client in clients:
+        name = client_name(client)
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = _certificate(name, key, ca_key, CA_NAME, days, names=[name])
+        files.clients[client] = (
+            _write_cert(directory / f"{name}.pem", cert),
+            _write_key(directory / f"{name}.key", key),
+        )
     return files
+
+
+def client_name(client: str) -> str:
+    """The name a scoring client's certificate carries: ``client-<name>``."""
+    return f"{CLIENT_PREFIX}{client}"
+
+
+def _check_clients(clients: Sequence[str]) -> None:
+    for client in clients:
+        if not client or not all(c.isalnum() or c in "-_." for c in client):
+            raise ConfigError(
+                f"invalid client name {client!r}: use letters, digits, '-', '_' and '.'"
+            )
 
 
 def _check_request(parties: Sequence[int], server_names: Sequence[str], days: int) -> None:

@@ -10,6 +10,7 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from vfl.errors import ConfigError
 
@@ -23,6 +24,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     server.add_argument("--run-dir", type=Path, help="results (default: output.dir/...)")
     server.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     server.add_argument("--port-file", type=Path, help="write the listening port here")
+    _prediction(server, party=False)
     _overrides(server)
     server.set_defaults(handler=_server)
 
@@ -30,6 +32,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     party.add_argument("--config", type=Path, required=True, help="PARTY.toml")
     party.add_argument("--resume", action="store_true", help="continue with the state_dir's run")
     party.add_argument("--server", default="", help="dial this host:port instead of the config's")
+    _prediction(party, party=True)
     _overrides(party)
     party.set_defaults(handler=_party)
 
@@ -37,8 +40,34 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     launch.add_argument("config", type=Path, help="RUN.toml naming each party's PARTY.toml")
     launch.add_argument("--run-dir", type=Path, help="results (default: output.dir/...)")
     launch.add_argument("--resume", action="store_true", help="resume the server and parties")
+    _prediction(launch, party=False)
     _overrides(launch)
     launch.set_defaults(handler=_launch)
+
+    serve = commands.add_parser(
+        "serve", help="label holder: online scoring with a trained model (docs/predict.md)"
+    )
+    serve.add_argument("--config", type=Path, required=True, help="RUN.toml of the deployment")
+    serve.add_argument("--model", type=Path, required=True, help="the trained run's directory")
+    serve.add_argument("--port-file", type=Path, help="write the listening port here")
+    serve.add_argument(
+        "--wait-s",
+        type=float,
+        default=5.0,
+        help="how long a request waits for a party that is not connected (default: 5)",
+    )
+    _overrides(serve)
+    serve.set_defaults(handler=_serve)
+
+    score = commands.add_parser("score", help="ask vfl serve to score IDs; prints its JSON answer")
+    score.add_argument("address", help="host:port of vfl serve")
+    score.add_argument("ids", nargs="+", help="the IDs to score")
+    score.add_argument("--ca", required=True, help="the deployment's CA certificate")
+    score.add_argument("--cert", required=True, help="a client certificate (client-<name>)")
+    score.add_argument("--key", required=True, help="its private key")
+    score.add_argument("--server-name", default="", help="the name the server's certificate has")
+    score.add_argument("--timeout-s", type=float, default=30.0, help="(default: 30)")
+    score.set_defaults(handler=_score)
 
     certs = commands.add_parser("certs", help="create a test CA, certificates and party tokens")
     certs.add_argument("--out", type=Path, required=True, help="directory for the files")
@@ -51,11 +80,48 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     certs.add_argument("--days", type=int, default=30, help="validity (default: 30)")
     certs.add_argument(
+        "--clients",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="also certificates client-NAME for callers of vfl serve's scoring API",
+    )
+    certs.add_argument(
         "--force",
         action="store_true",
         help="replace files already in --out (they are moved to a replaced-<time> folder)",
     )
     certs.set_defaults(handler=_certs)
+
+
+def _prediction(parser: argparse.ArgumentParser, *, party: bool) -> None:
+    """The options of batch prediction (and, for a party, online scoring)."""
+    group = parser.add_argument_group("prediction with a trained model (docs/predict.md)")
+    group.add_argument("--predict", action="store_true", help="predict for new rows; no training")
+    if party:
+        group.add_argument(
+            "--serve", action="store_true", help="answer the online scoring service (vfl serve)"
+        )
+        group.add_argument(
+            "--data", default="", help="the party's new table (default: data.predict/data.serve)"
+        )
+        group.add_argument(
+            "--model", default="", help="its bundle (default: state_dir/bundle/party-<id>)"
+        )
+        return
+    group.add_argument("--model", type=Path, help="the trained run's directory (holds bundle/)")
+    group.add_argument("--data", type=Path, help="the new IDs (CSV/Parquet; labels optional)")
+    group.add_argument("--out", type=Path, help="predictions CSV (default: MODEL/predictions.csv)")
+    group.add_argument("--force", action="store_true", help="replace existing prediction files")
+
+
+def _predict_args(args: argparse.Namespace) -> tuple[Path, Path, Path]:
+    """``--model``, ``--data`` and ``--out`` of a batch prediction, checked."""
+    if args.resume or getattr(args, "run_dir", None) is not None:
+        raise ConfigError("--predict does not train: drop --resume and --run-dir")
+    if args.model is None or args.data is None:
+        raise ConfigError("--predict needs --model RUN_DIR (the trained run) and --data NEW_IDS")
+    return args.model, args.data, args.out or args.model / "predictions.csv"
 
 
 def _overrides(parser: argparse.ArgumentParser) -> None:
@@ -76,6 +142,8 @@ def _server(args: argparse.Namespace) -> int:
 
     _log_to_stderr()
     config, deployment = load_run_config(args.config, args.overrides)
+    if args.predict:
+        return _server_predict(args, config, deployment)
     run_dir = args.run_dir or default_run_dir(config, args.config.stem)
     if args.resume and args.run_dir is None and not config.output.name:
         raise ConfigError("--resume needs the run directory: give --run-dir or output.name")
@@ -85,24 +153,85 @@ def _server(args: argparse.Namespace) -> int:
     return 0
 
 
+def _server_predict(args: argparse.Namespace, config: Any, deployment: Any) -> int:
+    from vfl.deploy.predicting import predict_deployed
+
+    model, data, out = _predict_args(args)
+    predictions = predict_deployed(
+        config, deployment, model, data, out=out, force=args.force, port_file=args.port_file
+    )
+    print(_predicted_line(len(predictions.ids), out, predictions.metrics))
+    return 0
+
+
+def _predicted_line(count: int, out: Path, metrics: dict[str, float] | None) -> str:
+    line = f"{count} predictions written to {out}"
+    if metrics is not None:
+        shown = ", ".join(f"{name} {value:.4f}" for name, value in metrics.items())
+        line += f" ({shown} on the labels the rows held)"
+    return line
+
+
 def _party(args: argparse.Namespace) -> int:
     from vfl.deploy.config import load_party_config
-    from vfl.deploy.party import run_party
 
     _log_to_stderr()
     config = load_party_config(args.config, args.overrides)
+    if args.predict or args.serve:
+        from vfl.deploy.model_party import run_model_party
+
+        if args.resume or (args.predict and args.serve):
+            raise ConfigError("give one of --predict, --serve and --resume")
+        run_model_party(
+            config, serve=args.serve, data=args.data, model=args.model, server=args.server
+        )
+        return 0
+    from vfl.deploy.party import run_party
+
     run_party(config, resume=args.resume, server=args.server)
     return 0
 
 
-def _launch(args: argparse.Namespace) -> int:
-    from vfl.deploy.launch import launch
+def _serve(args: argparse.Namespace) -> int:
+    from vfl.deploy.config import load_run_config
+    from vfl.deploy.serve import serve
 
     _log_to_stderr()
-    run_dir = launch(
-        args.config, run_dir=args.run_dir, overrides=args.overrides, resume=args.resume
+    config, deployment = load_run_config(args.config, args.overrides)
+    serve(config, deployment, args.model, port_file=args.port_file, wait_s=args.wait_s)
+    return 0
+
+
+def _score(args: argparse.Namespace) -> int:
+    from vfl.deploy.config import PartyTlsConfig
+    from vfl.deploy.score_api import score_ids
+    from vfl.deploy.tls import party_tls
+
+    tls = party_tls(
+        PartyTlsConfig(ca=args.ca, cert=args.cert, key=args.key, server_name=args.server_name)
     )
-    print(f"results in {run_dir} (logs in {run_dir / 'logs'})", file=sys.stderr)
+    answer = score_ids(args.address, args.ids, tls, timeout_s=args.timeout_s)
+    print(json.dumps(answer, indent=2))
+    return 0
+
+
+def _launch(args: argparse.Namespace) -> int:
+    from vfl.deploy.launch import PredictArgs, launch
+
+    _log_to_stderr()
+    predict = None
+    if args.predict:
+        model, data, out = _predict_args(args)
+        predict = PredictArgs(model, data, out, args.force)
+    run_dir = launch(
+        args.config,
+        run_dir=args.run_dir,
+        overrides=args.overrides,
+        resume=args.resume,
+        predict=predict,
+    )
+    if predict is None:
+        print(f"results in {run_dir} (logs in {run_dir / 'logs'})", file=sys.stderr)
     return 0
 
 
@@ -115,6 +244,7 @@ def _certs(args: argparse.Namespace) -> int:
         server_names=args.server_name or DEFAULT_SERVER_NAMES,
         days=args.days,
         force=args.force,
+        clients=args.clients,
     )
     if pki.set_aside is not None:
         print(f"moved the files it replaces, keys included, to {pki.set_aside}")

@@ -157,6 +157,12 @@ class PartyDataConfig(Section):
         bad_numbers: What a cell that is not a number is in a column whose filled cells are at
             least 95 % numbers: ``error`` stops naming the file, column, line and value;
             ``missing`` reads it as a missing value (``vfl.data.numbers``).
+        predict: The new rows of a batch prediction (``vfl party --predict``; ``--data``
+            overrides it).
+        serve: The current table online scoring looks IDs up in (``vfl party --serve``): CSV
+            or Parquet, read again when it changes, or a SQLite database (``.db``, ``.sqlite``,
+            ``.sqlite3``).
+        sqlite_table: The table of that SQLite database.
     """
 
     train: Annotated[str, NonEmpty("name the party's training table")] = ""
@@ -165,6 +171,9 @@ class PartyDataConfig(Section):
     columns: tuple[str, ...] = ()
     categorical: tuple[str, ...] = ()
     bad_numbers: Literal["error", "missing"] = "error"
+    predict: str = ""
+    serve: str = ""
+    sqlite_table: Annotated[str, NonEmpty("name the SQLite table of the rows")] = "features"
 
 
 @rule(PartyDataConfig)
@@ -210,6 +219,8 @@ class PartyConfig(Section):
         threads: CPU threads for torch's operations in this process (0: torch's default).
         audit_log: If set, a JSONL file recording every message received (control messages
             in full), for audits of what the party learned.
+        model: The party's model bundle, for ``--predict`` and ``--serve`` (default:
+            ``state_dir/bundle/party-<id>``, where training exported it).
     """
 
     party_id: Annotated[int, PARTY_ID] = 0
@@ -222,6 +233,7 @@ class PartyConfig(Section):
     keepalive_s: float = 20.0
     threads: Annotated[int, Range(ge=0, note="0 = torch's default")] = 0
     audit_log: str = ""
+    model: str = ""
 
 
 @rule(PartyConfig)
@@ -241,8 +253,8 @@ def check_address(address: str, key: str, *, listen: bool = False) -> None:
 
 
 _PARTY_PATHS = {
-    "": ("state_dir", "token_file", "audit_log"),
-    "data": ("train", "test"),
+    "": ("state_dir", "token_file", "audit_log", "model"),
+    "data": ("train", "test", "predict", "serve"),
     "tls": ("ca", "cert", "key"),
 }
 _RUN_PATHS = {"data": ("path", "test_path"), "deployment.tls": ("cert", "key", "ca")}

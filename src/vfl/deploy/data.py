@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 
 from vfl.config import DataConfig
+from vfl.data.encoding import TableEncoder
 from vfl.data.table import read_table, sample_ids
 from vfl.data.tabular import encode_table
 from vfl.deploy.config import PartyDataConfig
@@ -76,13 +77,25 @@ def encode_features(
     train: HolderSplit, test: HolderSplit, *, categorical: Sequence[str] = ()
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``float32`` feature blocks ``(N, D)`` and ``(N_test, D)``, encoded with train statistics."""
+    train_block, test_block, _ = fit_features(train, test, categorical=categorical)
+    return train_block, test_block
+
+
+def fit_features(
+    train: HolderSplit, test: HolderSplit, *, categorical: Sequence[str] = ()
+) -> tuple[torch.Tensor, torch.Tensor, TableEncoder]:
+    """Like ``encode_features``, with the fitted encoding (for the party's model bundle)."""
     encoded = encode_table(
         train.frame.assign(**{_NO_LABEL: 0}),
         test.frame.assign(**{_NO_LABEL: 0}),
         label=_NO_LABEL,
         categorical=list(categorical) or None,
     )
-    return torch.from_numpy(encoded.train_features), torch.from_numpy(encoded.test_features)
+    return (
+        torch.from_numpy(encoded.train_features),
+        torch.from_numpy(encoded.test_features),
+        encoded.encoder,
+    )
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,28 @@ class _Process:
     relay: threading.Thread | None = None
 
 
+@dataclass(frozen=True)
+class PredictArgs:
+    """A batch prediction to launch instead of training (``vfl launch --predict``).
+
+    Attributes:
+        model: The trained run's directory (``bundle/server`` inside).
+        data: The server's new IDs.
+        out: The predictions CSV.
+        force: Replace existing prediction files.
+    """
+
+    model: Path
+    data: Path
+    out: Path
+    force: bool = False
+
+    def server_args(self) -> list[str]:
+        """The server's prediction options."""
+        args = ["--predict", "--model", str(self.model), "--data", str(self.data)]
+        return [*args, "--out", str(self.out)] + (["--force"] if self.force else [])
+
+
 def launch(
     run_toml: Path,
     *,
@@ -54,6 +76,7 @@ def launch(
     resume: bool = False,
     start_timeout_s: float = 120.0,
     python: str = sys.executable,
+    predict: PredictArgs | None = None,
 ) -> Path:
     """Run a deployment on this machine and return its run directory.
 
@@ -65,6 +88,9 @@ def launch(
         resume: Resume the server and every party from their checkpoints.
         start_timeout_s: How long the server may take to start listening.
         python: The interpreter that runs the processes.
+        predict: Predict with a trained run instead of training: the server and every party
+            start with ``--predict`` (each party reads its ``data.predict`` table), and the
+            logs go to ``MODEL/logs/predict-<name>.log``.
 
     Raises:
         ConfigError: if a party entry names no PARTY.toml.
@@ -75,24 +101,26 @@ def launch(
     if missing:
         raise ConfigError(f"vfl launch needs config = PARTY.toml for parties {missing}")
     run_dir = run_dir if run_dir is not None else default_run_dir(config, run_toml.stem)
-    logs = run_dir / LOGS
+    logs = (run_dir if predict is None else predict.model) / LOGS
     logs.mkdir(parents=True, exist_ok=True)
-    port_file = logs / "server.port"
+    prefix = "" if predict is None else "predict-"
+    port_file = logs / f"{prefix}server.port"
     port_file.unlink(missing_ok=True)
     extra = [f"--set={item}" for item in overrides] + (["--resume"] if resume else [])
-    server_args = ["server", "--config", str(run_toml), "--run-dir", str(run_dir)]
-    server_args += ["--port-file", str(port_file), "--set=deployment.listen=127.0.0.1:0"]
+    server_args = ["server", "--config", str(run_toml), "--port-file", str(port_file)]
+    server_args += ["--set=deployment.listen=127.0.0.1:0"]
+    server_args += ["--run-dir", str(run_dir)] if predict is None else predict.server_args()
+    party_mode = ["--resume"] if resume else [] if predict is None else ["--predict"]
     env = _environment(len(deployment.parties) + 1)
     server_command = [python, "-m", "vfl.cli", *server_args, *extra]
-    processes = [_start("server", server_command, logs, env, echo=True)]
+    processes = [_start(f"{prefix}server", server_command, logs, env, echo=True)]
     previous = _stop_on_sigterm()
     try:
         port = _wait_for_port(port_file, processes[0], start_timeout_s)
         for party in deployment.parties:
             args = ["party", "--config", party.config, "--server", f"127.0.0.1:{port}"]
-            args += ["--resume"] if resume else []
-            command = [python, "-m", "vfl.cli", *args]
-            processes.append(_start(f"party-{party.id}", command, logs, env))
+            command = [python, "-m", "vfl.cli", *args, *party_mode]
+            processes.append(_start(f"{prefix}party-{party.id}", command, logs, env))
         _supervise(processes)
     finally:
         _stop(processes)

@@ -1,11 +1,14 @@
-"""Control messages of a deployment: alignment (PSI), setup, checkpoints (kinds 60-78).
+"""Messages of a deployment: control (kinds 60-78) and the scoring lookup (kinds 30-31).
 
-Control messages are never recorded in the communication ledger (see ``vfl.transport.link``);
-the gRPC transport counts their bytes on the wire under ``control``. All go from the server to
-a party, which answers with ``PsiPointsReply``, ``SetupReply`` or ``ControlAck``. A party never
-receives an identifier in the clear: only blinded group elements (32 bytes each) and positions
-in the list it sent itself. Each request declares the reply it accepts (``REPLIES``) and each
-reply checks its sizes against the request (``check_answer``), as the training messages do.
+Control messages (alignment by PSI, setup, checkpoints, bundle export, prediction setup) are
+never recorded in the communication ledger (see ``vfl.transport.link``); the gRPC transport
+counts their bytes on the wire under ``control``. All go from the server to a party, which
+answers with ``PsiPointsReply``, ``SetupReply`` or ``ControlAck``. In training and batch
+prediction a party never receives an identifier in the clear: only blinded group elements (32
+bytes each) and positions in the list it sent itself. Online scoring is the exception: its
+``LookupRequest`` names the IDs to score (``docs/predict.md`` says what a party learns). Each
+request declares the reply it accepts (``REPLIES``) and each reply checks its sizes against the
+request (``check_answer``), as the training messages do.
 """
 
 from __future__ import annotations
@@ -143,3 +146,83 @@ class CheckpointRequest(Message):
     """Save your role's state as of ``round`` (an epoch just completed at the server)."""
 
     REPLIES: ClassVar[tuple[type[Message], ...]] = (ControlAck,)
+
+
+@register(kind=68)
+@dataclass(frozen=True)
+class ExportRequest(Message):
+    """Training is over: export your role's model bundle under the run's ``fingerprint``."""
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (ControlAck,)
+    fingerprint: str
+
+
+@register(kind=69)
+@dataclass(frozen=True)
+class ModelSetupRequest(Message):
+    """Build your role from your model bundle, to predict (no training).
+
+    Attributes:
+        fingerprint: The run of the server's model; the party's bundle must come from it.
+        alignment: Batch prediction: the id of the alignment of the new rows (PSI); empty for
+            online scoring, whose rows come with each ``LookupRequest``.
+        num_classes: The task's number of classes.
+        widths: ``int64`` embedding width of every party, ascending party id, ``(M,)``.
+    """
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (SetupReply,)
+    fingerprint: str
+    alignment: str
+    num_classes: int
+    widths: torch.Tensor
+
+
+@register(kind=31)
+@dataclass(frozen=True)
+class LookupReply(Message):
+    """Which of the requested IDs the party cannot score, and notes on those it can.
+
+    Attributes:
+        failed: ``int64`` positions in the request's ID list that cannot be scored, ``(F,)``.
+        reasons: Why, one UTF-8 sentence per failed position.
+        noted: ``int64`` positions scored with a remark, ``(K,)``.
+        notes: The remarks (an unseen category, encoded as all zeros), one per noted position.
+    """
+
+    failed: torch.Tensor
+    reasons: tuple[bytes, ...]
+    noted: torch.Tensor
+    notes: tuple[bytes, ...]
+
+    def check_answer(self, request: Message) -> None:
+        """Positions are distinct, inside the request's list, and each has its sentence."""
+        count = len(request.ids) if isinstance(request, LookupRequest) else 0
+        for name, positions, texts in (
+            ("failed", self.failed, self.reasons),
+            ("noted", self.noted, self.notes),
+        ):
+            if positions.dtype != torch.int64 or positions.ndim != 1:
+                raise WireError(f"lookup reply: {name} must be 1-D int64 positions")
+            if len(positions) != len(texts):
+                raise WireError(
+                    f"lookup reply: {len(positions)} {name} positions but {len(texts)} sentences"
+                )
+            if len(positions) and not (0 <= int(positions.min()) <= int(positions.max()) < count):
+                raise WireError(f"lookup reply: a {name} position lies outside the {count} IDs")
+            if len(set(positions.tolist())) != len(positions):
+                raise WireError(f"lookup reply: repeated {name} positions")
+
+
+@register(kind=30)
+@dataclass(frozen=True)
+class LookupRequest(Message):
+    """Online scoring: find these IDs in your current table and keep their rows for ``round``.
+
+    The next ``EvalRequest`` of the same round names rows by their position in ``ids``.
+
+    Attributes:
+        ids: The IDs to score, as UTF-8 text, in request order.
+    """
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (LookupReply,)
+    ids: tuple[bytes, ...]

@@ -18,30 +18,27 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import torch
 
 from vfl.config import RunConfig
 from vfl.config.io import from_mapping
-from vfl.deploy.alignment import Alignment
+from vfl.data.encoding import TableEncoder
 from vfl.deploy.config import PartyConfig, check_address
-from vfl.deploy.data import SPLITS, HolderSplit, encode_features, id_bytes, load_party_tables
+from vfl.deploy.data import HolderSplit, fit_features, load_party_tables
 from vfl.deploy.messages import (
     CheckpointRequest,
     ControlAck,
-    PsiBlindRequest,
-    PsiPointsReply,
-    PsiResultRequest,
-    PsiStartRequest,
+    ExportRequest,
     SetupReply,
     SetupRequest,
 )
-from vfl.deploy.psi import PsiHolder
+from vfl.deploy.psi_party import PsiResponder
 from vfl.deploy.state import PartyState
 from vfl.deploy.tls import party_tls, read_token
 from vfl.errors import ProtocolError, WireError
 from vfl.results.metrics import Task
 from vfl.roles.party import Party
+from vfl.run.bundles import BUNDLE, export_party
 from vfl.run.compose import Blueprint, build_party
 from vfl.run.models import ConfigModels, embedding_width
 from vfl.run.stages import use_threads
@@ -80,15 +77,15 @@ class PartyRuntime:
         self.state = state
         self.categorical = tuple(categorical)
         self.party: Party | None = None
-        self._rng = rng
-        self._psi: dict[int, PsiHolder] = {}
-        self._aligned: dict[str, dict[int, npt.NDArray[np.int64]]] = {}
+        self.config: RunConfig | None = None
+        self.encoder: TableEncoder | None = None
+        ids = {split: table.ids for split, table in self.tables.items()}
+        psi = PsiResponder(party_id, ids, state.save_alignment, rng=rng)
         self._handlers: dict[type[Message], Callable[[Any], Message]] = {
-            PsiStartRequest: self._psi_start,
-            PsiBlindRequest: self._psi_blind,
-            PsiResultRequest: self._psi_result,
+            **psi.handlers(),
             SetupRequest: self._setup,
             CheckpointRequest: self._checkpoint,
+            ExportRequest: self._export,
         }
 
     def handle(self, message: Message) -> Message:
@@ -105,37 +102,6 @@ class PartyRuntime:
             )
         return self.party.handle(message)
 
-    def _psi_start(self, request: PsiStartRequest) -> PsiPointsReply:
-        split = self._split(request.split)
-        holder = PsiHolder(id_bytes(self.tables[split].ids), rng=self._rng)
-        self._psi[split] = holder
-        return PsiPointsReply(round=request.round, points=holder.start())
-
-    def _psi_blind(self, request: PsiBlindRequest) -> PsiPointsReply:
-        holder = self._psi.get(self._split(request.split))
-        if holder is None:
-            raise WireError(f"party {self.party_id}: PSI blind request before PSI start")
-        return PsiPointsReply(round=request.round, points=holder.blind(request.points))
-
-    def _psi_result(self, request: PsiResultRequest) -> ControlAck:
-        split = self._split(request.split)
-        holder = self._psi.pop(split, None)
-        if holder is None:
-            raise WireError(f"party {self.party_id}: PSI result before PSI start")
-        rows = holder.rows(request.order.numpy())
-        log.info(
-            "%s: %d of this party's %d rows are held by every holder; %d dropped",
-            SPLITS[split],
-            len(rows),
-            holder.size,
-            holder.size - len(rows),
-        )
-        aligned = self._aligned.setdefault(request.alignment, {})
-        aligned[split] = rows
-        if set(aligned) == set(SPLITS):
-            self.state.save_alignment(Alignment(request.alignment, aligned))
-        return ControlAck(round=request.round)
-
     def _setup(self, request: SetupRequest) -> SetupReply:
         config = from_mapping(RunConfig, tomllib.loads(request.config))
         if config.privacy.randomness == "seeded":  # the server chose the seed: never accept it
@@ -146,7 +112,7 @@ class PartyRuntime:
         alignment = self.state.load_alignment(request.alignment)
         train = self.tables[0].take(alignment.rows[0])
         test = self.tables[1].take(alignment.rows[1])
-        train_block, test_block = encode_features(train, test, categorical=self.categorical)
+        train_block, test_block, encoder = fit_features(train, test, categorical=self.categorical)
         if request.restore_round < 0:  # modules may draw from the global RNG (dropout)
             torch.manual_seed(derive_seed(config.train.seed, "torch-global", self.party_id))
         shared = config.protocol.labels == "shared"
@@ -164,7 +130,7 @@ class PartyRuntime:
             saved = self.state.load_checkpoint(request.restore_round)
             party.load_state_dict(saved["role"])
             torch.set_rng_state(saved["torch_rng"])
-        self.party = party
+        self.party, self.config, self.encoder = party, config, encoder
         how = "fresh" if request.restore_round < 0 else f"restored at round {request.restore_round}"
         log.info("set up (%s): %d train and %d test rows", how, len(train_block), len(test_block))
         return SetupReply(
@@ -181,10 +147,18 @@ class PartyRuntime:
         self.state.save_checkpoint(request.round, state)
         return ControlAck(round=request.round)
 
-    def _split(self, split: int) -> int:
-        if split not in SPLITS:
-            raise WireError(f"unknown split code {split}; valid: {sorted(SPLITS)}")
-        return split
+    def _export(self, request: ExportRequest) -> ControlAck:
+        if self.party is None or self.config is None or self.encoder is None:
+            raise ProtocolError(f"party {self.party_id}: bundle export requested before setup")
+        folder = export_party(
+            self.state.directory / BUNDLE,
+            self.party,
+            self.config,
+            run_fingerprint=request.fingerprint,
+            preprocessing={"kind": "table", "encoder": self.encoder.as_dict()},
+        )
+        log.info("exported this party's model bundle to %s", folder)
+        return ControlAck(round=request.round)
 
 
 def audited(handler: FrameHandler, path: Path) -> FrameHandler:

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import grpc
 import torch
 
 from vfl.config import RunConfig
@@ -30,6 +32,7 @@ from vfl.deploy.alignment import Alignment, align
 from vfl.deploy.config import DeploymentConfig, party_view
 from vfl.deploy.control import ask
 from vfl.deploy.data import LabelTables, load_labels
+from vfl.deploy.export import export_deployed
 from vfl.deploy.launch import LOGS
 from vfl.deploy.messages import CheckpointRequest, ControlAck, SetupReply, SetupRequest
 from vfl.deploy.tls import server_tls
@@ -37,13 +40,16 @@ from vfl.errors import ConfigError, DataError, ProtocolError
 from vfl.results.compute import RoundCompute
 from vfl.results.files import CHECKPOINT, CONFIG, RunDirectory, check_new
 from vfl.results.metrics import Task
+from vfl.run.bundles import BUNDLE
 from vfl.run.compose import Blueprint, build_loop, build_server
 from vfl.run.runner import finish_summary, fit_as_configured
 from vfl.run.session import Session
 from vfl.run.stages import use_threads
 from vfl.seeding import derive_seed
 from vfl.transport.grpc_transport import GrpcTransport
+from vfl.transport.ledger import Ledger
 from vfl.transport.link import PartyUnavailableError, PartyUnresponsiveError
+from vfl.transport.retry import RetryPolicy
 from vfl.transport.security import ServerTls
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
 
@@ -177,7 +183,7 @@ def _serve(
     """Load the labels, listen, align, train and summarize (``run_server``'s work)."""
     use_threads(config.train.threads)
     labels = load_labels(config.data)
-    transport = _listen(deployment, tls)
+    transport = listen(deployment, tls)
     finished = False
     try:
         if port_file is not None:
@@ -185,6 +191,15 @@ def _serve(
         transport.wait_for_parties(deployment.connect_timeout_s)
         session = _prepare(config, deployment, labels, transport, run, resume)
         _fit(session, config, deployment, run, resume)
+        if config.output.bundle:
+            export_deployed(
+                session.trainer,
+                transport,
+                config,
+                alignment_id=session.parties.coordinator.alignment_id,
+                folder=run.file(BUNDLE),
+                classes=labels.classes,
+            )
         session.trainer.close()  # tells the parties the run is over
         finished = True
         return finish_summary(config, session, run, deployed=True)
@@ -194,15 +209,36 @@ def _serve(
             transport.close()
 
 
-def _listen(deployment: DeploymentConfig, tls: ServerTls) -> GrpcTransport:
+def listen(
+    deployment: DeploymentConfig,
+    tls: ServerTls,
+    *,
+    model: str = "",
+    policy: RetryPolicy | None = None,
+    ledger: Ledger | None = None,
+    control_timeout_s: float | None = None,
+    services: Sequence[grpc.GenericRpcHandler] = (),
+    service_workers: int = 0,
+) -> GrpcTransport:
+    """The server's transport, listening as ``deployment`` says.
+
+    ``model``: the run fingerprint of the model a predicting server uses (parties must bring
+    bundles of that run); ``policy`` replaces the deployment's retry policy and
+    ``control_timeout_s`` its ``setup_timeout_s``; ``services`` are more gRPC services on the
+    same port (``vfl serve``'s scoring API), which need ``service_workers`` threads.
+    """
     return GrpcTransport(
         deployment.credentials(),
         tls=tls,
         listen=deployment.listen,
-        policy=deployment.retry_policy(),
-        control_timeout_s=deployment.setup_timeout_s,
+        policy=policy or deployment.retry_policy(),
+        control_timeout_s=control_timeout_s or deployment.setup_timeout_s,
         keepalive_s=deployment.keepalive_s,
         max_bytes=deployment.max_message_mib * 2**20,
+        ledger=ledger,
+        model=model,
+        services=services,
+        service_workers=service_workers,
     )
 
 

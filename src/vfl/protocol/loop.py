@@ -197,19 +197,20 @@ class ServerLoop:
         Embeddings travel as float32 or, with ``compress_evaluation``, through the embedding
         codec (ledger phase ``eval`` either way). Nothing is trained.
         """
-        logits = []
+        rows = chunks(len(self.server.labels[split]), self.eval_batch_size)
+        return torch.cat([self.logits_for(ids, split) for ids in rows])
+
+    def logits_for(self, ids: torch.Tensor, split: int) -> torch.Tensor:
+        """The logits of the rows ``ids`` of ``split``: one evaluation request to every party."""
         compressed = self.options.compress_evaluation and self.options.links.embedding is not None
         expected = CompressedEmbedReply if compressed else EmbedReply
-        for ids in chunks(len(self.server.labels[split]), self.eval_batch_size):
-            request = EvalRequest(round=self.rounds, ids=ids, split=split)
-            replies = self.ask(dict.fromkeys(self.server.party_ids, request), expected, "eval")
-            if compressed:
-                purpose = evaluation_purpose(request)
-                embeddings = self.decode_embeddings(replies, len(ids), purpose)
-            else:
-                embeddings = {p: m.embedding for p, m in replies.items()}  # type: ignore[attr-defined]
-            logits.append(self.server.predict(embeddings, len(ids)))
-        return torch.cat(logits)
+        request = EvalRequest(round=self.rounds, ids=ids, split=split)
+        replies = self.ask(dict.fromkeys(self.server.party_ids, request), expected, "eval")
+        if compressed:
+            embeddings = self.decode_embeddings(replies, len(ids), evaluation_purpose(request))
+        else:
+            embeddings = {p: m.embedding for p, m in replies.items()}  # type: ignore[attr-defined]
+        return self.server.predict(embeddings, len(ids))
 
     def ask(
         self,

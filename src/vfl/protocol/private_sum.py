@@ -18,7 +18,7 @@ from vfl.errors import ConfigError
 from vfl.privacy import RdpAccountant
 from vfl.protocol.base import RoundCallback
 from vfl.protocol.loop import LoopOptions
-from vfl.protocol.sampler import BatchSampler, chunks
+from vfl.protocol.sampler import BatchSampler
 from vfl.protocol.split import SplitLearning
 from vfl.roles.server import Server
 from vfl.transport.base import Transport
@@ -95,7 +95,7 @@ class PrivateSumTraining(SplitLearning):
         self.accountant.compose(self.event)
         return loss
 
-    def logits(self, split: int) -> torch.Tensor:
+    def logits_for(self, ids: torch.Tensor, split: int) -> torch.Tensor:
         """Logits from the exact sum of the parties' embeddings (securely summed).
 
         Evaluation and prediction add no noise: with secure aggregation the parties' fixed-point
@@ -103,15 +103,12 @@ class PrivateSumTraining(SplitLearning):
         made (the accountant's epsilon does not grow).
         """
         if not self.secure_sum.secure:
-            return super().logits(split)
+            return super().logits_for(ids, split)
         width = next(iter(self.server.embedding_dims.values()))
-        logits = []
-        for ids in chunks(len(self.server.labels[split]), self.eval_batch_size):
-            request = EvalRequest(round=self.rounds, ids=ids, split=split)
-            replies = self.ask(dict.fromkeys(self.server.party_ids, request), MaskedCounts, "eval")
-            total = self.secure_sum.eval_sum(dict(replies), (len(ids), width))
-            logits.append(self.server.predict_on_sum(total))
-        return torch.cat(logits)
+        request = EvalRequest(round=self.rounds, ids=ids, split=split)
+        replies = self.ask(dict.fromkeys(self.server.party_ids, request), MaskedCounts, "eval")
+        total = self.secure_sum.eval_sum(dict(replies), (len(ids), width))
+        return self.server.predict_on_sum(total)
 
     def privacy_spent(self) -> dict[str, float]:
         """Epsilon at the configured delta for what has been released so far."""

@@ -340,6 +340,22 @@ class Party:
             return rows
         return rows.to(self.device, non_blocking=True)
 
+    def use_rows(self, split: int, block: torch.Tensor) -> None:
+        """Answer later evaluation requests of ``split`` from ``block`` (new rows to score).
+
+        Raises:
+            DataError: if ``block`` is not floating point, holds non-finite values, or its rows
+                have another shape than the party's features.
+        """
+        shape = tuple(self.features[split].shape[1:])
+        if not torch.is_floating_point(block) or tuple(block.shape[1:]) != shape:
+            raise DataError(
+                f"party {self.party_id}: rows to score must be floating point of row shape"
+                f" {shape}, got {tuple(block.shape[1:])} ({block.dtype})"
+            )
+        check_finite(block.numpy(), what=f"party {self.party_id}'s rows to score")
+        self.features[split] = block
+
     def _check_ids(self, ids: torch.Tensor, split: int) -> torch.Tensor:
         rows = len(self.features[split])
         if ids.dtype != torch.int64 or ids.ndim != 1 or len(ids) == 0:

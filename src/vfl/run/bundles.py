@@ -80,6 +80,7 @@ class PartyBundle:
         preprocessing: How it turns its raw rows into features: ``{"kind": "table", "encoder":
             {...}}`` (``TableEncoder.as_dict``) or ``{"kind": "image", "region": [r0, r1, c0,
             c1]}``.
+        block_shape: The shape of one row of its features (``(D,)``, or ``(C, H, W)``).
     """
 
     party: int
@@ -87,6 +88,7 @@ class PartyBundle:
     config: RunConfig
     model: nn.Module
     preprocessing: dict[str, Any]
+    block_shape: tuple[int, ...] = ()
 
     @property
     def encoder(self) -> TableEncoder | None:
@@ -178,7 +180,7 @@ def load_party(folder: Path) -> PartyBundle:
     _load_weights(folder, model)
     preprocessing = json.loads(_text(folder / PREPROCESSING))
     return PartyBundle(
-        int(manifest["party"]), str(manifest["fingerprint"]), config, model, preprocessing
+        int(manifest["party"]), str(manifest["fingerprint"]), config, model, preprocessing, shape
     )
 
 

@@ -61,8 +61,14 @@ class Predictions:
         return frame
 
 
-class _Loaded:
-    """A model source handing out the bundles' trained modules (optimizers unused)."""
+class BundleModels:
+    """A model source handing out the bundles' trained modules (optimizers unused).
+
+    Args:
+        config: The run config (the head replica and optimizers are built from it).
+        bottoms: The trained bottom models, by party id.
+        head: The trained head.
+    """
 
     def __init__(self, config: RunConfig, bottoms: Mapping[int, nn.Module], head: nn.Module):
         self._config = ConfigModels(config)
@@ -70,15 +76,19 @@ class _Loaded:
         self._head = head
 
     def bottom(self, party: int, block: torch.Tensor) -> nn.Module:
+        """Party ``party``'s trained bottom."""
         return self._bottoms[party]
 
     def head(self, widths: Sequence[int], task: Task) -> nn.Module:
+        """The trained head."""
         return self._head
 
     def head_replica(self, widths: Sequence[int], task: Task) -> nn.Module:
+        """A fresh replica of the head (shared-labels parties; unused at prediction)."""
         return self._config.head_replica(widths, task)
 
     def optimizer(self, params: Iterable[nn.Parameter]) -> torch.optim.Optimizer | None:
+        """The configured optimizer (roles need one; prediction never steps it)."""
         return self._config.optimizer(params)
 
 
@@ -173,7 +183,9 @@ class Model:
 
     def _loop(self, blocks: Sequence[torch.Tensor], labels: torch.Tensor) -> ServerLoop:
         config = self.config
-        source = _Loaded(config, {p: b.model for p, b in self.parties.items()}, self.server.head)
+        source = BundleModels(
+            config, {p: b.model for p, b in self.parties.items()}, self.server.head
+        )
         blueprint = Blueprint(config, source)
         task = Task(len(self.classes))
         unknown = torch.zeros(len(labels), dtype=torch.int64)  # no training: labels unused
@@ -197,6 +209,23 @@ class Model:
             widths=self.server.widths,
         )
         return build_loop(blueprint, server, local_transport(config, parties))
+
+
+def label_indices(values: Sequence[Any], classes: Sequence[str], where: str) -> torch.Tensor:
+    """Class indices of label ``values`` (matched by their text to the model's ``classes``).
+
+    Raises:
+        DataError: naming ``where`` and the values that are not classes of the model.
+    """
+    names = [str(value) for value in values]
+    index = {name: position for position, name in enumerate(classes)}
+    unknown = sorted({name for name in names if name not in index})
+    if unknown:
+        raise DataError(
+            f"{where} holds {unknown[:3]}, which are not classes of the model; classes:"
+            f" {list(classes)}"
+        )
+    return torch.tensor([index[name] for name in names], dtype=torch.int64)
 
 
 def probabilities(task: Task, logits: torch.Tensor) -> npt.NDArray[np.float64]:

@@ -18,7 +18,7 @@ import torch
 from vfl.data.table import read_table
 from vfl.errors import ConfigError, DataError
 from vfl.run.data import prepare
-from vfl.run.predict import Model, Predictions
+from vfl.run.predict import Model, Predictions, label_indices
 
 
 @dataclass(frozen=True)
@@ -86,12 +86,4 @@ def _labels(
 ) -> torch.Tensor | None:
     if not label or label not in frame:
         return None
-    names = frame[label].astype(str).to_numpy()
-    index = {name: position for position, name in enumerate(classes)}
-    unknown = sorted({name for name in names if name not in index})
-    if unknown:
-        raise DataError(
-            f"{path}: label column {label!r} holds {unknown[:3]}, which are not classes of the"
-            f" model; classes: {list(classes)}"
-        )
-    return torch.tensor([index[name] for name in names], dtype=torch.int64)
+    return label_indices(frame[label].tolist(), classes, f"{path}: label column {label!r}")

@@ -40,6 +40,7 @@ from vfl.transport.link import METHOD, FailureReply, WireCounters, grpc_options,
 from vfl.transport.retry import Attempt, Dialing, RetryPolicy
 from vfl.transport.security import (
     METADATA_INSTANCE,
+    METADATA_MODEL,
     METADATA_PARTY,
     METADATA_TOKEN,
     HandshakeError,
@@ -94,6 +95,8 @@ class PartyLink:
         duplicate_grace_s: How long to keep dialing while the server says another process
             of this party is connected (default: 2.5 keepalive intervals, about the time
             the server takes to notice a dead connection).
+        model: The run fingerprint of the party's model bundle, when it predicts; the server
+            admits it only if its own model comes from the same run.
     """
 
     def __init__(
@@ -111,6 +114,7 @@ class PartyLink:
         keepalive_s: float = 20.0,
         rng: np.random.Generator | None = None,
         duplicate_grace_s: float | None = None,
+        model: str = "",
     ) -> None:
         self.host, _ = split_address(address)
         self.party_id = party_id
@@ -122,6 +126,7 @@ class PartyLink:
         self.instance = secrets.token_hex(8)
         self.wire = WireCounters()
         self._token = token
+        self._model = model
         self._max_bytes = max_bytes
         self._chunk_bytes = chunk_bytes
         self._keepalive_s = keepalive_s
@@ -242,6 +247,8 @@ class PartyLink:
         pairs = [(METADATA_PARTY, str(self.party_id)), (METADATA_INSTANCE, self.instance)]
         if self._token:
             pairs.append((METADATA_TOKEN, self._token))
+        if self._model:
+            pairs.append((METADATA_MODEL, self._model))
         return tuple(pairs)
 
     def _answer_all(self, call: Iterator[bytes], outbox: queue.SimpleQueue[bytes | None]) -> _Ended:

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent import futures
+from typing import NoReturn
 
 import grpc
 
@@ -75,6 +76,8 @@ class PartyStreams:
         max_bytes: Largest frame accepted.
         chunk_bytes: Frame bytes per chunk.
         keepalive_s: Keepalive ping interval on idle streams.
+        services: More gRPC services the same server hosts on the same port and TLS (the
+            online scoring API of ``vfl serve``), with the worker threads they need.
     """
 
     def __init__(
@@ -88,8 +91,12 @@ class PartyStreams:
         max_bytes: int,
         chunk_bytes: int,
         keepalive_s: float,
+        services: Sequence[grpc.GenericRpcHandler] = (),
+        service_workers: int = 0,
     ) -> None:
         self._auth = auth
+        self._services = tuple(services)
+        self._service_workers = service_workers
         self._party_ids = tuple(sorted(auth.credentials))
         self._pending = pending
         self._wire = wire
@@ -99,6 +106,7 @@ class PartyStreams:
         self._pinned: dict[int, str] = {}
         self._answered_by: dict[int, str] = {}
         self._away_since: dict[int, float] = {}
+        self._refusals: dict[int, str] = {}
         self._created = time.monotonic()
         self._server = self._start(listen, tls, keepalive_s)
 
@@ -107,10 +115,10 @@ class PartyStreams:
         handler = grpc.method_handlers_generic_handler(
             SERVICE_NAME, {METHOD_NAME: grpc.stream_stream_rpc_method_handler(self._serve)}
         )
-        workers = 2 * len(self._party_ids) + 4
+        workers = 2 * len(self._party_ids) + 4 + self._service_workers
         server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vfl-grpc"),
-            handlers=(handler,),
+            handlers=(handler, *self._services),
             options=grpc_options(chunk_bytes=self._chunk_bytes, keepalive_s=keepalive_s),
             maximum_concurrent_rpcs=workers,
         )
@@ -187,17 +195,31 @@ class PartyStreams:
         ]
         try:
             party, instance = self._auth.check(metadata, names)
+        except RefusedError as error:
+            self._refuse(context, error)
+        try:
+            self._auth.check_model(party, metadata)
             stream = self._attach(party, instance)
         except RefusedError as error:
-            log.warning("refused a connection from %s: %s", context.peer(), error)
-            context.abort(_STATUS[error.code], str(error))
-            raise  # abort raised already; this keeps the control flow explicit
+            with self._pending.condition:
+                self._refusals[party] = str(error)
+            self._refuse(context, error)
         try:
             context.send_initial_metadata((("vfl-accepted", "1"),))
         except Exception:
             self._detach(party, stream)
             raise
         return party, stream
+
+    def _refuse(self, context: grpc.ServicerContext, error: RefusedError) -> NoReturn:
+        log.warning("refused a connection from %s: %s", context.peer(), error)
+        context.abort(_STATUS[error.code], str(error))
+        raise error  # abort raised already; this keeps the control flow explicit
+
+    def refusal(self, party: int) -> str:
+        """Why the server last refused ``party`` after it authenticated ("" if never)."""
+        with self._pending.condition:
+            return self._refusals.get(party, "")
 
     def _attach(self, party: int, instance: str) -> _Stream:
         """Make ``instance`` the open stream of ``party``, resending its open requests.
@@ -216,6 +238,7 @@ class PartyStreams:
                 )
             self._streams[party] = stream
             self._away_since.pop(party, None)
+            self._refusals.pop(party, None)
             self._pending.condition.notify_all()
             for pending in self._pending.open_for(party):
                 if pending.instance is not None and pending.instance != instance:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+import grpc
 import numpy as np
 
 from vfl.errors import ProtocolError, WireError
@@ -63,6 +64,10 @@ class GrpcTransport(Transport):
         chunk_bytes: Frame bytes per chunk.
         keepalive_s: Interval of keepalive pings on idle streams.
         rng: Source of the backoff jitter (fresh entropy by default).
+        services: More gRPC services the server hosts on its port (``PartyStreams``).
+        service_workers: Worker threads those services need.
+        model: When the server predicts, its model's run fingerprint: a party is admitted only
+            with a bundle of that run (``Authenticator.check_model``).
     """
 
     def __init__(
@@ -78,6 +83,9 @@ class GrpcTransport(Transport):
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
         keepalive_s: float = 20.0,
         rng: np.random.Generator | None = None,
+        model: str = "",
+        services: Sequence[grpc.GenericRpcHandler] = (),
+        service_workers: int = 0,
     ) -> None:
         super().__init__(ledger=ledger)
         self.policy = policy if policy is not None else RetryPolicy()
@@ -90,7 +98,7 @@ class GrpcTransport(Transport):
         self._rng = rng if rng is not None else np.random.default_rng()
         self._pending = PendingTable()
         self.streams = PartyStreams(
-            Authenticator(parties, mutual=tls.mutual),
+            Authenticator(parties, mutual=tls.mutual, model=model),
             self._pending,
             self.wire,
             tls=tls,
@@ -98,6 +106,8 @@ class GrpcTransport(Transport):
             max_bytes=max_bytes,
             chunk_bytes=chunk_bytes,
             keepalive_s=keepalive_s,
+            services=services,
+            service_workers=service_workers,
         )
         self.port = self.streams.port
 
@@ -163,6 +173,9 @@ class GrpcTransport(Transport):
                 words.append(f"party {party} disconnected {away:.0f} s ago")
             else:
                 words.append(f"party {party} never connected, waited {away:.0f} s")
+            refusal = self.streams.refusal(party)
+            if refusal:
+                words[-1] += f", last refused: {refusal}"
         return "; ".join(words) or "all connected"
 
     def connected(self) -> dict[int, str]:

@@ -79,6 +79,10 @@ class Ledger:
     def __init__(self) -> None:
         self._rows: dict[LedgerKey, LedgerCount] = defaultdict(LedgerCount)
 
+    def clear(self) -> None:
+        """Forget every row (a long-running scoring service keeps no history)."""
+        self._rows.clear()
+
     def record(
         self, *, round: int, phase: Phase, direction: Direction, party: int, kind: str, nbytes: int
     ) -> None:

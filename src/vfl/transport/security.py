@@ -30,6 +30,8 @@ METADATA_PARTY = "vfl-party"
 METADATA_TOKEN = "vfl-token"
 METADATA_INSTANCE = "vfl-instance"
 """Call metadata a party sends: its id, its token (if any) and a random id of its process."""
+METADATA_MODEL = "vfl-model"
+"""A party started to predict also sends its model bundle's run fingerprint."""
 
 RefusalCode = Literal["unauthenticated", "permission_denied", "already_connected"]
 
@@ -155,9 +157,13 @@ class Authenticator:
     Args:
         credentials: The parties of the run and their credentials.
         mutual: Whether connections carry client certificates (mutual TLS) to check.
+        model: The run fingerprint of the server's model when it predicts (every party must
+            bring a bundle of that run); empty when it trains.
     """
 
-    def __init__(self, credentials: Mapping[int, PartyCredential], *, mutual: bool) -> None:
+    def __init__(
+        self, credentials: Mapping[int, PartyCredential], *, mutual: bool, model: str = ""
+    ) -> None:
         for party, credential in credentials.items():
             if not mutual and not credential.token_sha256:
                 raise ConfigError(
@@ -165,6 +171,7 @@ class Authenticator:
                 )
         self.credentials = dict(credentials)
         self.mutual = mutual
+        self.model = model
 
     def check(self, metadata: Mapping[str, str], peer_names: Sequence[str]) -> tuple[int, str]:
         """The party id and process instance of a connection.
@@ -197,6 +204,34 @@ class Authenticator:
         if not instance:
             raise RefusedError(f"party {party} sent no process instance id")
         return party, instance
+
+    def check_model(self, party: int, metadata: Mapping[str, str]) -> None:
+        """Refuse an authenticated party whose model bundle is not of the server's run.
+
+        Raises:
+            RefusedError: naming both fingerprints (``permission_denied``).
+        """
+        offered = metadata.get(METADATA_MODEL, "")
+        if offered == self.model:
+            return
+        if not self.model:
+            raise RefusedError(
+                f"party {party} was started to predict (--predict or --serve), but this server"
+                " trains",
+                "permission_denied",
+            )
+        if not offered:
+            raise RefusedError(
+                f"party {party} was started to train, but this server predicts: start it with"
+                " --predict or --serve",
+                "permission_denied",
+            )
+        raise RefusedError(
+            f"party {party}'s model bundle comes from another run (fingerprint {offered[:12]};"
+            f" the server's model: {self.model[:12]}): give it the bundle exported by the run"
+            " that trained the server's model",
+            "permission_denied",
+        )
 
 
 class HandshakeError(ProtocolError):

@@ -1,0 +1,221 @@
+"""``vfl party --predict`` and ``--serve``: a party answering with its model bundle, not training.
+
+The party loads its bundle first (safetensors weights: a pickle is refused before anything
+dials) and presents the bundle's run fingerprint when it connects: a server whose model comes
+from another run refuses it at once. Then it builds its role from the bundle with the
+composition root, exactly as training built it, and answers evaluation requests through it, so
+embeddings travel as in evaluation (securely summed with PBM, compressed where the run
+compresses evaluation traffic).
+
+- **Batch** (``--predict``): the party encodes its whole new table when it starts (a bad value
+  stops it, naming the ID and the column), aligns its IDs with the server's by PSI, and embeds
+  the aligned rows. It never learns an ID it does not hold.
+- **Online** (``--serve``): for each ``LookupRequest`` it looks the IDs up in its current table
+  (``vfl.deploy.rows``), keeps their encoded rows for the round, and says which IDs it cannot
+  score and why; the next ``EvalRequest`` of the round embeds them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vfl.deploy.alignment import Alignment
+from vfl.deploy.config import PartyConfig, check_address
+from vfl.deploy.messages import LookupReply, LookupRequest, ModelSetupRequest, SetupReply
+from vfl.deploy.party import audited
+from vfl.deploy.psi_party import PsiResponder
+from vfl.deploy.rows import Looked, TableRows, party_encoder
+from vfl.deploy.tls import party_tls, read_token
+from vfl.errors import ConfigError, DataError, ProtocolError, WireError
+from vfl.results.metrics import Task
+from vfl.roles.party import Party
+from vfl.run import bundles
+from vfl.run.compose import Blueprint, build_party
+from vfl.run.models import embedding_width
+from vfl.run.stages import use_threads
+from vfl.transport.base import PartyEndpoint
+from vfl.transport.grpc_party import FrameHandler, PartyLink
+from vfl.wire import SPLIT_TEST, Ack, Message, Shutdown
+
+log = logging.getLogger(__name__)
+
+
+class ModelRuntime:
+    """Answers a predicting server with the party's bundle and rows.
+
+    Args:
+        bundle: The party's model bundle.
+        rows: Its table of rows to score.
+        batch: Predict for the whole table, aligned by PSI (else look rows up per request).
+    """
+
+    def __init__(self, bundle: bundles.PartyBundle, rows: TableRows, *, batch: bool) -> None:
+        self.bundle = bundle
+        self.party_id = bundle.party
+        self.rows = rows
+        self.party: Party | None = None
+        self._handlers: dict[type[Message], Callable[[Any], Message]] = {
+            ModelSetupRequest: self._setup
+        }
+        self._alignment: Alignment | None = None
+        self._block = torch.zeros((1, *bundle.block_shape))
+        if batch:
+            ids, self._block = self._whole_table()
+            psi = PsiResponder(self.party_id, {SPLIT_TEST: ids}, self._aligned)
+            self._handlers.update(psi.handlers())
+        else:
+            self._handlers[LookupRequest] = self._lookup
+
+    def handle(self, message: Message) -> Message:
+        """Answer one request."""
+        handler = self._handlers.get(type(message))
+        if handler is not None:
+            return handler(message)
+        if self.party is None:
+            if isinstance(message, Shutdown):
+                return Ack(round=message.round)
+            raise ProtocolError(
+                f"party {self.party_id} has not been set up; it cannot handle"
+                f" {type(message).__name__}"
+            )
+        return self.party.handle(message)
+
+    def _whole_table(self) -> tuple[Any, torch.Tensor]:
+        ids, _ = self.rows.all_rows()
+        looked = self.rows.lookup([str(value) for value in ids])
+        if looked.failed:
+            position, reason = next(iter(looked.failed.items()))
+            raise DataError(
+                f"{reason} (ID {str(ids[position])!r}; {len(looked.failed)} of {len(ids)} rows"
+                " cannot be scored): fix the table"
+            )
+        for note in sorted(set(looked.notes.values())):
+            count = sum(1 for n in looked.notes.values() if n == note)
+            log.warning("%s (%d rows)", note, count)
+        return ids, self._shaped(looked)
+
+    def _aligned(self, alignment: Alignment) -> None:
+        self._alignment = alignment
+
+    def _setup(self, request: ModelSetupRequest) -> SetupReply:
+        if request.fingerprint != self.bundle.fingerprint:
+            raise ProtocolError(
+                f"party {self.party_id}'s model bundle comes from another run than the server's"
+                " model"
+            )
+        block = self._block
+        if request.alignment:
+            if self._alignment is None or self._alignment.id != request.alignment:
+                raise ProtocolError(f"party {self.party_id}: no alignment {request.alignment!r}")
+            block = block[torch.from_numpy(self._alignment.rows[SPLIT_TEST])]
+        widths = {p: int(w) for p, w in enumerate(request.widths.tolist(), start=1)}
+        config = self.bundle.config
+        shared = config.protocol.labels == "shared"
+        self.party = build_party(
+            Blueprint.from_config(config, deployed=True),
+            self.party_id,
+            block,
+            block,
+            task=Task(request.num_classes),
+            train_labels=torch.zeros(len(block), dtype=torch.int64) if shared else None,
+            widths=widths if shared else None,
+            model=self.bundle.model,
+        )
+        width = embedding_width(self.bundle.model, block)
+        log.info(
+            "set up from its model bundle: %d rows to predict",
+            len(block) if request.alignment else 0,
+        )
+        return SetupReply(
+            round=request.round, width=width, num_train=len(block), num_test=len(block)
+        )
+
+    def _lookup(self, request: LookupRequest) -> LookupReply:
+        if self.party is None:
+            raise ProtocolError(f"party {self.party_id}: lookup before setup")
+        try:
+            ids = [raw.decode() for raw in request.ids]
+        except UnicodeDecodeError:
+            raise WireError(f"party {self.party_id}: an ID of the lookup is not UTF-8") from None
+        looked = self.rows.lookup(ids)
+        self.party.use_rows(SPLIT_TEST, self._shaped(looked))
+        failed, noted = sorted(looked.failed), sorted(looked.notes)
+        return LookupReply(
+            round=request.round,
+            failed=torch.tensor(failed, dtype=torch.int64),
+            reasons=tuple(looked.failed[i].encode() for i in failed),
+            noted=torch.tensor(noted, dtype=torch.int64),
+            notes=tuple(looked.notes[i].encode() for i in noted),
+        )
+
+    def _shaped(self, looked: Looked) -> torch.Tensor:
+        return looked.block.reshape(len(looked.block), *self.bundle.block_shape)
+
+
+def load_bundle(config: PartyConfig, model: str = "") -> bundles.PartyBundle:
+    """The party's model bundle: ``model``, else ``config.model``, else where training put it.
+
+    Raises:
+        DataError: naming a bundle file that is missing or not what it should be (a pickle).
+        ConfigError: if the bundle is another party's.
+    """
+    folder = Path(model or config.model or Path(config.state_dir) / bundles.BUNDLE)
+    if (folder / bundles.party_folder(config.party_id)).is_dir():
+        folder = folder / bundles.party_folder(config.party_id)
+    bundle = bundles.load_party(folder)
+    if bundle.party != config.party_id:
+        raise ConfigError(
+            f"{folder} holds party {bundle.party}'s model bundle; this is party {config.party_id}"
+        )
+    return bundle
+
+
+def run_model_party(
+    config: PartyConfig, *, serve: bool, data: str = "", model: str = "", server: str = ""
+) -> None:
+    """Answer a predicting server (``serve``: online scoring) until it shuts the party down.
+
+    Raises:
+        ConfigError, DataError: on bad configuration, credentials, bundle or table.
+        ProtocolError: if the server refuses the party or stays unreachable.
+    """
+    if server:
+        check_address(server, "--server")
+    tls = party_tls(config.tls)
+    token = read_token(config.token_file) if config.token_file else ""
+    use_threads(config.threads)
+    bundle = load_bundle(config, model)
+    table = data or (config.data.serve if serve else config.data.predict)
+    if not table:
+        key = "data.serve" if serve else "data.predict"
+        raise ConfigError(
+            f"name the party's table of rows to score: --data, or {key} in PARTY.toml"
+        )
+    rows = TableRows(
+        config.party_id,
+        Path(table),
+        id_column=config.data.id_column,
+        encoder=party_encoder(bundle),
+        sqlite_table=config.data.sqlite_table,
+    )
+    runtime = ModelRuntime(bundle, rows, batch=not serve)
+    handler: FrameHandler = PartyEndpoint(config.party_id, runtime.handle).handle_frame
+    if config.audit_log:
+        handler = audited(handler, Path(config.audit_log))
+    link = PartyLink(
+        config.party_id,
+        handler,
+        address=server or config.server,
+        tls=tls,
+        token=token,
+        give_up_s=config.give_up_s,
+        keepalive_s=config.keepalive_s,
+        model=bundle.fingerprint,
+    )
+    link.serve()
+    log.info("party %d: the server is done with it", config.party_id)
