@@ -217,6 +217,10 @@ class PartyConfig(Section):
         give_up_s: Seconds without the server after which the process exits.
         keepalive_s: Keepalive ping interval on an idle stream.
         threads: CPU threads for torch's operations in this process (0: torch's default).
+        device: Where this party's bottom model trains and embeds (``cpu``, ``cuda``, ``mps`` or
+            ``auto``), whatever the run's ``train.device`` says; empty: the run's choice. Each
+            organisation knows its own hardware; the results a party sends do not depend on it
+            beyond floating-point rounding.
         audit_log: If set, a JSONL file recording every message received (control messages
             in full), for audits of what the party learned.
         model: The party's model bundle, for ``--predict`` and ``--serve`` (default:
@@ -232,6 +236,7 @@ class PartyConfig(Section):
     give_up_s: Annotated[float, Range(gt=0)] = 600.0
     keepalive_s: float = 20.0
     threads: Annotated[int, Range(ge=0, note="0 = torch's default")] = 0
+    device: Literal["", "auto", "cpu", "cuda", "mps"] = ""
     audit_log: str = ""
     model: str = ""
 

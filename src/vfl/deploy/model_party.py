@@ -32,6 +32,7 @@ from vfl.deploy.psi_party import PsiResponder
 from vfl.deploy.rows import Looked, TableRows, party_encoder
 from vfl.deploy.tls import party_tls, read_token
 from vfl.errors import ConfigError, DataError, ProtocolError, WireError
+from vfl.models.device import resolve_device
 from vfl.results.metrics import Task
 from vfl.roles.party import Party
 from vfl.run import bundles
@@ -52,9 +53,14 @@ class ModelRuntime:
         bundle: The party's model bundle.
         rows: Its table of rows to score.
         batch: Predict for the whole table, aligned by PSI (else look rows up per request).
+        device: Where the bottom model embeds (``PartyConfig.device``; empty: the run's).
     """
 
-    def __init__(self, bundle: bundles.PartyBundle, rows: TableRows, *, batch: bool) -> None:
+    def __init__(
+        self, bundle: bundles.PartyBundle, rows: TableRows, *, batch: bool, device: str = ""
+    ) -> None:
+        if device:
+            bundle.model.to(resolve_device(device, key="PARTY.toml device"))
         self.bundle = bundle
         self.party_id = bundle.party
         self.rows = rows
@@ -203,7 +209,7 @@ def run_model_party(
         encoder=party_encoder(bundle),
         sqlite_table=config.data.sqlite_table,
     )
-    runtime = ModelRuntime(bundle, rows, batch=not serve)
+    runtime = ModelRuntime(bundle, rows, batch=not serve, device=config.device)
     handler: FrameHandler = PartyEndpoint(config.party_id, runtime.handle).handle_frame
     if config.audit_log:
         handler = audited(handler, Path(config.audit_log))

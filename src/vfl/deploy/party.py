@@ -9,6 +9,7 @@ every epoch. Its data never leaves the process; its IDs leave only blinded.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import logging
 import time
@@ -36,6 +37,7 @@ from vfl.deploy.psi_party import PsiResponder
 from vfl.deploy.state import PartyState
 from vfl.deploy.tls import party_tls, read_token
 from vfl.errors import ProtocolError, WireError
+from vfl.models.device import resolve_device
 from vfl.results.metrics import Task
 from vfl.roles.party import Party
 from vfl.run.bundles import BUNDLE, export_party
@@ -60,6 +62,7 @@ class PartyRuntime:
         tables: The party's train and test tables (IDs and feature columns).
         state: Its state directory.
         categorical: Columns to one-hot encode (empty: inferred).
+        device: This party's own ``train.device`` (empty: the run's).
         rng: Draws the secret order of its PSI lists (fresh entropy by default).
     """
 
@@ -70,9 +73,11 @@ class PartyRuntime:
         state: PartyState,
         *,
         categorical: Sequence[str] = (),
+        device: str = "",
         rng: np.random.Generator | None = None,
     ) -> None:
         self.party_id = party_id
+        self.device = device
         self.tables = dict(tables)
         self.state = state
         self.categorical = tuple(categorical)
@@ -102,6 +107,14 @@ class PartyRuntime:
             )
         return self.party.handle(message)
 
+    def _on_own_device(self, config: RunConfig) -> RunConfig:
+        """The run's config with this party's ``device`` (the shared config stays as sent)."""
+        if not self.device:
+            return config
+        return dataclasses.replace(
+            config, train=dataclasses.replace(config.train, device=self.device)
+        )
+
     def _setup(self, request: SetupRequest) -> SetupReply:
         config = from_mapping(RunConfig, tomllib.loads(request.config))
         if config.privacy.randomness == "seeded":  # the server chose the seed: never accept it
@@ -116,7 +129,7 @@ class PartyRuntime:
         if request.restore_round < 0:  # modules may draw from the global RNG (dropout)
             torch.manual_seed(derive_seed(config.train.seed, "torch-global", self.party_id))
         shared = config.protocol.labels == "shared"
-        blueprint = Blueprint.from_config(config, deployed=True)
+        blueprint = Blueprint.from_config(self._on_own_device(config), deployed=True)
         party = build_party(
             blueprint,
             self.party_id,
@@ -202,12 +215,20 @@ def run_party(config: PartyConfig, *, resume: bool = False, server: str = "") ->
     """
     if server:
         check_address(server, "--server")
+    if config.device:  # refuse a missing accelerator before any file is read
+        resolve_device(config.device, key="PARTY.toml device")
     tls = party_tls(config.tls)
     token = read_token(config.token_file) if config.token_file else ""
     use_threads(config.threads)
     tables = load_party_tables(config.data)
     state = PartyState(Path(config.state_dir), resume=resume)
-    runtime = PartyRuntime(config.party_id, tables, state, categorical=config.data.categorical)
+    runtime = PartyRuntime(
+        config.party_id,
+        tables,
+        state,
+        categorical=config.data.categorical,
+        device=config.device,
+    )
     handler: FrameHandler = PartyEndpoint(config.party_id, runtime.handle).handle_frame
     if config.audit_log:
         handler = audited(handler, Path(config.audit_log))

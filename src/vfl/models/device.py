@@ -10,8 +10,10 @@ from vfl.errors import ConfigError
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
 
-def resolve_device(name: str) -> torch.device:
-    """The torch device ``train.device`` names; ``auto`` picks CUDA, then MPS, then the CPU.
+def resolve_device(name: str, *, key: str = "train.device") -> torch.device:
+    """The torch device ``name`` names; ``auto`` picks CUDA, then MPS, then the CPU.
+
+    ``key`` is the setting that chose it, for the error message.
 
     Raises:
         ConfigError: if the named accelerator is not available on this machine.
@@ -24,14 +26,12 @@ def resolve_device(name: str) -> torch.device:
         return torch.device("cpu")
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError(
-            "train.device = 'cuda', but this machine has no CUDA device; use 'auto' or 'cpu'"
+            f"{key} = 'cuda', but this machine has no CUDA device; use 'auto' or 'cpu'"
         )
     if name == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError(
-            "train.device = 'mps', but MPS is not available here; use 'auto' or 'cpu'"
-        )
+        raise ConfigError(f"{key} = 'mps', but MPS is not available here; use 'auto' or 'cpu'")
     if name not in DEVICES:
-        raise ConfigError(f"train.device: unknown {name!r}; valid: {', '.join(DEVICES)}")
+        raise ConfigError(f"{key}: unknown {name!r}; valid: {', '.join(DEVICES)}")
     return torch.device(name)
 
 
