@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import pytest
 import torch
@@ -17,7 +18,7 @@ from vfl.deploy.state import PartyState
 from vfl.errors import ConfigError
 
 
-def runtime(tmp_path: Path, device: str) -> PartyRuntime:
+def runtime(tmp_path: Path, device: Literal["", "cpu"]) -> PartyRuntime:
     tables = party_tables({"train": ["a", "b"], "test": ["c"]}, seed=0)
     return PartyRuntime(1, tables, PartyState(tmp_path / "state", resume=False), device=device)
 

@@ -16,7 +16,7 @@ import time
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -73,7 +73,7 @@ class PartyRuntime:
         state: PartyState,
         *,
         categorical: Sequence[str] = (),
-        device: str = "",
+        device: Literal["", "auto", "cpu", "cuda", "mps"] = "",
         rng: np.random.Generator | None = None,
     ) -> None:
         self.party_id = party_id
