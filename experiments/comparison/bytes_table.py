@@ -21,23 +21,28 @@ MB = 2**20
 
 
 def runs(folder: Path, setting: str) -> list[dict[str, Any]]:
+    """The summaries of one setting's runs (one per seed) under ``folder``."""
     summaries = sorted(folder.glob(f"{setting}__seed*/summary.json"))
     return [json.loads(path.read_text()) for path in summaries]
 
 
 def per_epoch(summary: dict[str, Any]) -> float:
+    """Training bytes per epoch of one run."""
     return float(summary["bytes"]["train_total"]) / float(summary["epochs"])
 
 
 def to_target(summary: dict[str, Any]) -> float:
+    """Bytes sent until the run first reached its target accuracy."""
     return float(summary["target"]["reached"]["bytes"])
 
 
 def mean(values: list[float]) -> str:
+    """The mean of byte counts, in MiB with two decimals."""
     return f"{statistics.fmean(values) / MB:.2f}"
 
 
 def main() -> None:
+    """Print the before/after table as Markdown."""
     base = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "results"
     print("| setting | MB per epoch, before | after | MB to 0.97, before | after | saved |")
     print("|---|---|---|---|---|---|")

@@ -189,6 +189,8 @@ class TrainConfig(Section):
             only); for rounds-to-target at round granularity.
         threads: CPU threads for torch's operations (0: torch's default), set before the first
             tensor is made.
+        device: Where the models train: ``cpu``, ``cuda``, ``mps``, or ``auto`` (CUDA, then
+            MPS, then the CPU). Tensors cross to host memory only at the wire.
     """
 
     epochs: Annotated[int, Range(ge=1)] = 5
@@ -203,6 +205,7 @@ class TrainConfig(Section):
     eval_at_start: bool = True
     eval_every: Annotated[int, Range(ge=0)] = 0
     threads: Annotated[int, Range(ge=0, note="0 = torch's default")] = 0
+    device: Literal["auto", "cpu", "cuda", "mps"] = "cpu"
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ class PoissonBinomialMechanism:
         """
         if not x.is_floating_point():
             raise ConfigError(f"PBM inputs must be floating point, got dtype {x.dtype}")
-        inputs = x.detach().to(torch.float64)
+        inputs = x.detach().to(device="cpu", dtype=torch.float64)
         if inputs.numel() and not bool(torch.isfinite(inputs).all()):
             raise ConfigError("PBM inputs contain NaN or infinite values")
         if self.clamp:

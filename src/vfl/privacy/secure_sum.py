@@ -52,9 +52,8 @@ EVAL_RUN_SUFFIX = b"/eval"
 
 def to_fixed_point(x: torch.Tensor, *, clip: float, fraction_bits: int) -> np.ndarray:
     """``round((x / C + 1) 2^(f-1))`` in ``0..2^f``: bounded values as non-negative integers."""
-    scaled = (x.detach().to(torch.float64).clamp(-clip, clip) / clip + 1.0) * 2.0 ** (
-        fraction_bits - 1
-    )
+    values = x.detach().to(device="cpu", dtype=torch.float64).clamp(-clip, clip)
+    scaled = (values / clip + 1.0) * 2.0 ** (fraction_bits - 1)
     return scaled.round().to(torch.int64).numpy()
 
 

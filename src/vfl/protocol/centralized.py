@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from vfl.models.device import model_device
 from vfl.models.head import CombinedModel
 from vfl.models.optim import LearningRateSchedule
 from vfl.protocol.base import RoundCallback
@@ -58,6 +59,7 @@ class CentralizedTraining:
         self.sampler = sampler
         self.eval_batch_size = eval_batch_size
         self.learning_rate = learning_rate
+        self.device = model_device(model)
         self.rounds = 0
 
     def train_epoch(
@@ -70,8 +72,8 @@ class CentralizedTraining:
         for ids in batches:
             if self.learning_rate is not None:
                 self.learning_rate.apply(self.optimizer, self.rounds)
-            logits = self.model([block[ids] for block in self.blocks[SPLIT_TRAIN]])
-            loss = self.task.loss(logits, self.labels[SPLIT_TRAIN][ids])
+            logits = self.model(self._batch(SPLIT_TRAIN, ids))
+            loss = self.task.loss(logits, self.labels[SPLIT_TRAIN][ids].to(self.device))
             self.optimizer.zero_grad(set_to_none=True)
             torch.autograd.backward(loss)
             self.optimizer.step()
@@ -87,11 +89,15 @@ class CentralizedTraining:
         self.model.eval()
         labels = self.labels[split]
         logits = [
-            self.model([block[ids] for block in self.blocks[split]])
+            self.model(self._batch(split, ids)).cpu()
             for ids in chunks(len(labels), self.eval_batch_size)
         ]
         self.model.train()
         return evaluate_logits(self.task, torch.cat(logits), labels)
+
+    def _batch(self, split: int, ids: torch.Tensor) -> list[torch.Tensor]:
+        """Every party's rows ``ids`` of ``split``, on the model's device."""
+        return [block[ids].to(self.device) for block in self.blocks[split]]
 
     def state_dict(self) -> dict[str, Any]:
         """Model, optimizer and round counter."""

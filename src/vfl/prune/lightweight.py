@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from vfl.errors import ConfigError
+from vfl.models.device import model_device
 from vfl.prune.flops import count_params, flops_per_sample
 from vfl.prune.optimizer import rebuild_optimizer
 from vfl.prune.progressive import ProgressivePruner
@@ -77,6 +78,7 @@ class Lightweighting:
         if pruned is None:
             return model, optimizer
         self._cost = None
+        pruned.model.to(model_device(model))
         return pruned.model, rebuild_optimizer(optimizer, model, pruned)
 
     def record(
@@ -147,4 +149,5 @@ class Lightweighting:
         self.pruner = ProgressivePruner.for_model(model)
         self.pruner.load_state_dict(state["pruner"])
         pruned = self.pruner.restore(model)
+        pruned.model.to(model_device(model))
         return pruned.model, rebuild_optimizer(optimizer, model, pruned)

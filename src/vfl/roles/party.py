@@ -18,6 +18,7 @@ from torch import nn
 from vfl.compress.pipeline import REFRESH, MessageSeeds, TensorCodec, evaluation_purpose
 from vfl.data.dataset import check_finite
 from vfl.errors import DataError, ProtocolError, WireError
+from vfl.models.device import model_device
 from vfl.models.optim import LearningRateSchedule
 from vfl.privacy.secure_sum import PartySecureSum
 from vfl.prune.lightweight import Lightweighting
@@ -103,6 +104,9 @@ class Party:
                 )
             check_finite(block.numpy(), what=f"party {party_id}'s {name} features")
         self.party_id = party_id
+        self.device = model_device(model)
+        if self.device.type == "cuda":  # batches then cross to the device without a copy step
+            train_features, test_features = train_features.pin_memory(), test_features.pin_memory()
         self.features = {SPLIT_TRAIN: train_features, SPLIT_TEST: test_features}
         self.model = model
         self.optimizer = optimizer
@@ -152,7 +156,7 @@ class Party:
             self.model.train()
         if self.options.learning_rate is not None:
             self.options.learning_rate.apply(self.optimizer, request.round)
-        embedding = self.model(self.features[SPLIT_TRAIN][ids])  # (B, P)
+        embedding = self.model(self._rows(SPLIT_TRAIN, ids))  # (B, P)
         self._compute_seconds = time.perf_counter() - started
         self._pending = _Pending(request.round, ids, embedding)
         self._batch = (request.round, ids)
@@ -185,7 +189,7 @@ class Party:
                 f"party {self.party_id}: refresh for round {request.round} before that round's"
                 " update"
             )
-        embedding = self.model(self.features[SPLIT_TRAIN][self._batch[1]])
+        embedding = self.model(self._rows(SPLIT_TRAIN, self._batch[1]))
         return self._upload(embedding, request.round, REFRESH)
 
     def _take_pending(self, message: Message) -> _Pending:
@@ -207,7 +211,7 @@ class Party:
         gradient_steps(
             self.model,
             self.optimizer,
-            inputs=self.features[SPLIT_TRAIN][pending.ids],
+            inputs=self._rows(SPLIT_TRAIN, pending.ids),
             grad=grad,
             first_embedding=pending.embedding,
             steps=self.options.steps,
@@ -243,6 +247,7 @@ class Party:
             )
         else:
             grad = request.grad
+        grad = grad.to(self.device)
         if tuple(grad.shape) != shape or grad.dtype != pending.embedding.dtype:
             raise WireError(
                 f"party {self.party_id}: gradient of shape {tuple(grad.shape)} ({grad.dtype}) for"
@@ -265,9 +270,9 @@ class Party:
             self.optimizer,
             head=active.head,
             head_optimizer=active.head_optimizer,
-            inputs=self.features[SPLIT_TRAIN][pending.ids],
-            view=active.view(request.others),
-            labels=active.labels[pending.ids],
+            inputs=self._rows(SPLIT_TRAIN, pending.ids),
+            view=active.view(tuple(o.to(self.device) for o in request.others)),
+            labels=active.labels[pending.ids].to(self.device),
             task=active.task,
             steps=self.options.steps,
         )
@@ -279,9 +284,12 @@ class Party:
         if shared is None:
             raise ProtocolError(f"party {self.party_id} holds no labels: it cannot use a view")
         pending = self._take_pending(broadcast)
-        view = decode_view(
-            shared, broadcast, self.options.seeds, batch=len(pending.ids), own=self.party_id
-        )
+        view = [
+            None if block is None else block.to(self.device)
+            for block in decode_view(
+                shared, broadcast, self.options.seeds, batch=len(pending.ids), own=self.party_id
+            )
+        ]
         seed = self.options.seeds.for_message("server_model", broadcast.round, 0)
         load_vector(shared.head, shared.server_model, broadcast.server_model, seed, broadcast.round)
 
@@ -297,10 +305,10 @@ class Party:
         view_steps(
             self.model,
             self.optimizer,
-            inputs=self.features[SPLIT_TRAIN][pending.ids],
+            inputs=self._rows(SPLIT_TRAIN, pending.ids),
             view=view,
             head=shared.head,
-            labels=shared.labels[pending.ids],
+            labels=shared.labels[pending.ids].to(self.device),
             task=shared.task,
             steps=self.options.steps,
             on_embedding_grad=keep_scores,
@@ -317,13 +325,20 @@ class Party:
             )
         ids = self._check_ids(request.ids, request.split)
         self.model.eval()
-        embedding = self.model(self.features[request.split][ids])
+        embedding = self.model(self._rows(request.split, ids))
         self.model.train()
         if self.options.privacy is not None:
             return self.options.privacy.eval_reply(embedding, request.round)
         if self.options.compress_evaluation:
             return self._upload(embedding, request.round, evaluation_purpose(request))
         return EmbedReply(round=request.round, embedding=embedding)
+
+    def _rows(self, split: int, ids: torch.Tensor) -> torch.Tensor:
+        """This party's rows ``ids`` of ``split``, on its model's device."""
+        rows = self.features[split][ids]
+        if self.device.type == "cpu":
+            return rows
+        return rows.to(self.device, non_blocking=True)
 
     def _check_ids(self, ids: torch.Tensor, split: int) -> torch.Tensor:
         rows = len(self.features[split])

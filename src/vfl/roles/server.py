@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from vfl.errors import DIVERGED_HINT, DataError, TrainingDiverged, WireError
+from vfl.models.device import model_device
 from vfl.results.metrics import Task
 from vfl.roles.local import LocalSteps, descend, snapshot
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
@@ -48,6 +49,7 @@ class Server:
             if len(labels) and (int(labels.min()) < 0 or int(labels.max()) >= task.num_classes):
                 raise DataError(f"server {name} labels must lie in [0, {task.num_classes - 1}]")
         self.head = head
+        self.device = model_device(head)
         self.task = task
         self.labels = {SPLIT_TRAIN: train_labels, SPLIT_TEST: test_labels}
         self.optimizer = optimizer
@@ -90,8 +92,8 @@ class Server:
     ) -> tuple[float, list[torch.Tensor]]:
         """Q head steps on fixed head inputs; the first loss and the first step's input grads."""
         steps = steps or LocalSteps()
-        inputs = [e.detach().requires_grad_(True) for e in inputs]
-        labels = self.labels[SPLIT_TRAIN][ids]
+        inputs = [e.detach().to(self.device).requires_grad_(True) for e in inputs]
+        labels = self.labels[SPLIT_TRAIN][ids].to(self.device)
         if not self.head.training:
             self.head.train()
         losses: list[float] = []
@@ -136,10 +138,11 @@ class Server:
         Raises:
             TrainingDiverged: if the loss is not finite (before any gradient leaves the server).
         """
-        inputs = [e.detach().requires_grad_(True) for e in self._ordered(embeddings, len(ids))]
+        ordered = self._ordered(embeddings, len(ids))
+        inputs = [e.detach().to(self.device).requires_grad_(True) for e in ordered]
         if not self.head.training:
             self.head.train()
-        loss = self.task.loss(self.head(inputs), self.labels[SPLIT_TRAIN][ids])
+        loss = self.task.loss(self.head(inputs), self.labels[SPLIT_TRAIN][ids].to(self.device))
         value = float(loss.detach())
         if not math.isfinite(value):
             raise TrainingDiverged(f"the training loss is {value}: {DIVERGED_HINT}")
@@ -165,11 +168,11 @@ class Server:
 
     @torch.no_grad()
     def predict_on(self, inputs: list[torch.Tensor]) -> torch.Tensor:
-        """Logits from the head's inputs, in evaluation mode."""
+        """Logits from the head's inputs, in evaluation mode (on the CPU)."""
         self.head.eval()
-        logits: torch.Tensor = self.head(inputs)
+        logits: torch.Tensor = self.head([e.to(self.device) for e in inputs])
         self.head.train()
-        return logits
+        return logits.cpu()
 
     def _ordered(self, embeddings: Mapping[int, torch.Tensor], batch: int) -> list[torch.Tensor]:
         if set(embeddings) != set(self.embedding_dims):

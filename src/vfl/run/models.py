@@ -17,6 +17,7 @@ from torch import nn
 from vfl.config import RunConfig
 from vfl.errors import ConfigError
 from vfl.models.build import build_bottom, build_head
+from vfl.models.device import resolve_device
 from vfl.models.optim import OptimizerFactory, optimizer_factory
 from vfl.results.metrics import Task
 from vfl.seeding import derive_seed, torch_seed
@@ -52,7 +53,7 @@ class ConfigModels:
         """An MLP or small CNN seeded by ``(train.seed, "bottom", party)``."""
         spec = self.config.model.bottom
         with torch_seed(derive_seed(self.config.train.seed, "bottom", party)):
-            return build_bottom(
+            model = build_bottom(
                 spec.kind,
                 tuple(block.shape[1:]),
                 embedding_dim=spec.embedding_dim,
@@ -61,12 +62,13 @@ class ConfigModels:
                 activation=spec.activation,
                 output_activation=spec.output_activation,
             )
+        return model.to(self.device)
 
     def head(self, widths: Sequence[int], task: Task) -> nn.Module:
         """A concatenating or summing head seeded by ``(train.seed, "head")``."""
         spec = self.config.model.head
         with torch_seed(derive_seed(self.config.train.seed, "head")):
-            return build_head(
+            head = build_head(
                 spec.fusion,
                 widths,
                 task,
@@ -74,6 +76,12 @@ class ConfigModels:
                 activation=spec.activation,
                 top=spec.top,
             )
+        return head.to(self.device)
+
+    @property
+    def device(self) -> torch.device:
+        """The device ``train.device`` names (the models are built on the CPU, then moved)."""
+        return resolve_device(self.config.train.device)
 
     def head_replica(self, widths: Sequence[int], task: Task) -> nn.Module:
         """The same head: built from the same seed, it starts equal to the server's."""
