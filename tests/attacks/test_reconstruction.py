@@ -69,3 +69,19 @@ def test_uploads_of_another_party_are_not_taken_for_the_target_s() -> None:
     # Assert
     assert len(inference.ids) == 0
     assert inference.notes["seen"] == "nothing"
+
+
+def test_a_coordinate_constant_on_the_auxiliary_rows_does_not_blow_up_the_others() -> None:
+    # Prepare: sparsified uploads (LVFL): coordinate 0 is zero on every auxiliary row only
+    features = _features(6)
+    mixing = torch.randn(WIDTH, EMBEDDING, generator=torch.Generator().manual_seed(7))
+    uploads = features @ mixing
+    attack = _attack(features, aux=240)
+    uploads[attack.known.ids, 0] = 0.0
+
+    # Execute
+    feed_batches(attack, torch.arange(ROWS), uploads, kind="EmbedReply")
+    metrics = score(attack.infer(_server(), seed=0), Truth(torch.zeros(ROWS), 2, features))
+
+    # Assert: a tiny std must not scale the unseen rows' values to millions
+    assert metrics["attack_mse"] < metrics["attack_mse_prior"]

@@ -83,7 +83,8 @@ class FeatureReconstruction(Attack):
         targets = self.known.features[seen[self.known.ids]].reshape(len(aux), -1)
         seen[self.known.ids] = False
         ids = torch.nonzero(seen).flatten()
-        mean, std = self.views[aux].mean(dim=0), self.views[aux].std(dim=0).clamp_min(1e-6)
+        mean, std = self.views[aux].mean(dim=0), self.views[aux].std(dim=0)
+        std = torch.where(std > 1e-6, std, torch.ones_like(std))  # constant on the aux rows
         torch.manual_seed(seed)
         inverse = self._fit((self.views[aux] - mean) / std, targets)
         with torch.no_grad():
