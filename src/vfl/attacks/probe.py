@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from vfl.attacks.base import Attack, Knowledge, PartyKnowledge, ServerKnowledge
+from vfl.attacks.base import Attack, Inference, Knowledge, PartyKnowledge, ServerKnowledge
 from vfl.attacks.registry import build_attack
 from vfl.attacks.scoring import Truth, score
 from vfl.config import RunConfig
@@ -57,12 +57,22 @@ class AttackProbe:
         self._truth = Truth.of(self.config.attack, data)
         self.attack = build_attack(self.config, data, seed=self.seed)
 
+    def inference(self, epoch: int) -> Inference:
+        """What the attack concludes at the end of epoch ``epoch`` (0-based), from what it saw."""
+        assert self.attack is not None
+        with torch.random.fork_rng(devices=[]):  # the attack never moves the run's own RNG
+            return self.attack.infer(self._knowledge(), seed=derive_seed(self.seed, epoch))
+
+    @property
+    def truth(self) -> Truth:
+        """What the attack is scored against (held here, never by the attack)."""
+        assert self._truth is not None, "attach() first"
+        return self._truth
+
     def epoch_metrics(self, epoch: int) -> dict[str, float]:
         """The attack's inference now, scored (``attack_*`` metrics)."""
-        assert self.attack is not None and self._truth is not None
-        with torch.random.fork_rng(devices=[]):  # the attack never moves the run's own RNG
-            inference = self.attack.infer(self._knowledge(), seed=derive_seed(self.seed, epoch))
-        metrics = score(inference, self._truth)
+        inference = self.inference(epoch)
+        metrics = score(inference, self.truth)
         self._last = {"epoch": epoch + 1, "metrics": metrics, "notes": inference.notes}
         return metrics
 
