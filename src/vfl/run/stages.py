@@ -233,17 +233,21 @@ def gradient_noise(config: RunConfig, *, deployed: bool) -> GradientNoise | None
 
 
 def server_privacy(config: RunConfig, party_ids: tuple[int, ...], width: int) -> ServerPrivacy:
-    """The server's PBM stage: secure sums over ``party_ids`` of ``width``-wide embeddings."""
+    """The server's PBM stage: secure sums over ``party_ids`` of ``width``-wide embeddings.
+
+    Its event counts every party's noise only when the counts are summed securely.
+    """
     pbm = mechanism(config)
+    secure = secure_aggregation(config)
     secure_sum = ServerSecureSum(
-        pbm,
-        party_ids,
-        secure=secure_aggregation(config),
-        fraction_bits=config.privacy.eval_fraction_bits,
+        pbm, party_ids, secure=secure, fraction_bits=config.privacy.eval_fraction_bits
     )
+    # Counts sent in the clear show the server each party's own count: its protection is that
+    # of one party's noise alone (M = 1, docs/privacy.md), not of the sum over every party.
+    contributors = len(party_ids) if secure else 1
     return ServerPrivacy(
         secure_sum=secure_sum,
-        event=pbm.event(parties=len(party_ids), dimension=width),
+        event=pbm.event(parties=contributors, dimension=width),
         delta=config.privacy.delta,
     )
 
