@@ -110,8 +110,9 @@ class PrivacyConfig(Section):
         clip: C, the bound on |x| (1 for tanh embeddings).
         secure_aggregation: ``on`` masks the counts pairwise (X25519, HKDF, ChaCha20,
             mod 2^k) so the server learns only their sum, and sums evaluation embeddings
-            securely too; ``off`` sends each party's counts in the clear; ``auto`` is ``on``
-            with PBM and ``off`` without.
+            securely too; ``off`` sends each party's counts in the clear (epsilon is then
+            that of one party's noise alone, M = 1); ``auto`` is ``on`` with PBM and ``off``
+            without.
         delta: The delta at which epsilon is reported. Each training sample is used once per
             shuffled epoch, so the accountant composes one release per sample per epoch.
         eval_fraction_bits: f, the fixed-point precision of securely summed evaluation
