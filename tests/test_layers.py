@@ -38,7 +38,22 @@ def test_the_package_keeps_its_layers(tmp_path: Path) -> None:
 
     # Assert
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 kept, 0 broken" in result.stdout
+    assert "2 kept, 0 broken" in result.stdout
+
+
+def test_an_attack_importing_a_role_breaks_the_attack_contract(tmp_path: Path) -> None:
+    # Prepare: an attack algorithm reaching for the server role (a path to the labels)
+    source = copy_package(tmp_path)
+    attack = source / "vfl/attacks/label_inference.py"
+    attack.write_text(attack.read_text() + "\nfrom vfl.roles import server  # noqa: E402, F401\n")
+
+    # Execute
+    result = lint_imports(source)
+
+    # Assert
+    assert result.returncode != 0
+    assert "Attack algorithms import no role, transport, data or harness BROKEN" in result.stdout
+    assert "vfl.attacks.label_inference -> vfl.roles.server" in result.stdout
 
 
 def test_a_lower_layer_importing_a_higher_one_breaks_the_contract(tmp_path: Path) -> None:

@@ -142,7 +142,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    run = commands.add_parser("run", help="train from a TOML config")
+    _run_arguments(commands.add_parser("run", help="train from a TOML config"), attack=False)
+    attack = commands.add_parser(
+        "attack", help="train from a TOML config with its [attack] watching one role"
+    )
+    _run_arguments(attack, attack=True)
+
+
+def _run_arguments(run: argparse.ArgumentParser, *, attack: bool) -> None:
     run.add_argument("config", nargs="?", type=Path, help="run config (TOML)")
     run.add_argument(
         "--set",
@@ -162,7 +169,7 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument(
         "--json", action="store_true", help="print the whole summary (summary.json) on stdout"
     )
-    run.set_defaults(handler=_run)
+    run.set_defaults(handler=_run, attack=attack)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -184,13 +191,19 @@ def _run(args: argparse.Namespace) -> int:
         config = load_config(args.config, overrides)
         run_dir = args.run_dir or default_run_dir(config, args.config.stem)
         check_new(run_dir)
-    from vfl.run import fit, runner  # deferred until the input is checked: torch takes seconds
+    if args.attack and config.attack.name == "none":
+        raise ConfigError(
+            "vfl attack: the config names no attack: set [attack] name (and role, party), e.g."
+            " --set attack.name=label_inference"
+        )
+    from vfl.attacks import runner as attacks  # deferred until the input is checked: torch
+    from vfl.run import fit, runner  # takes seconds
 
     if not args.quiet:
         print(f"run directory: {run_dir}", file=sys.stderr)
     try:
         with stop_on_signals() as stop:
-            summary = runner.train(config, run_dir, resume=args.resume is not None, stop=stop)
+            summary = attacks.train(config, run_dir, resume=args.resume is not None, stop=stop)
     except (fit.RunStopped, KeyboardInterrupt) as stopped:
         print(f"vfl: {runner.failure_message(stopped, run_dir)}", file=sys.stderr)
         return INTERRUPTED
@@ -203,7 +216,7 @@ def _report(summary: dict[str, Any], run_dir: Path, args: argparse.Namespace) ->
     final = ", ".join(
         f"{key} {value:.4f}"
         for key, value in summary["final"].items()
-        if key.startswith("test_") and isinstance(value, int | float)
+        if key.startswith(("test_", "attack_")) and isinstance(value, int | float)
     )
     line = f"final: {final} (results in {run_dir})"
     if args.json:

@@ -6,6 +6,7 @@ between fields; ``io`` typed TOML loading and overrides.
 """
 
 from vfl.config import rules as rules  # imported for its effect: registers every rule
+from vfl.config.attack import AttackConfig
 from vfl.config.schema import RunConfig, load_config
 from vfl.config.sections import (
     TARGET_METRICS,
@@ -31,6 +32,7 @@ from vfl.config.stages import (
 
 __all__ = [
     "TARGET_METRICS",
+    "AttackConfig",
     "BottomConfig",
     "CompressConfig",
     "CompressorConfig",

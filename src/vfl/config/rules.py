@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from vfl.config.attack import ATTACK_ROLES, AttackConfig
 from vfl.config.buildable import (
     NO_COMPRESSOR,
     check_bit_schedule,
@@ -332,6 +333,65 @@ def _links_match_labels(config: RunConfig) -> None:
             "compress.gradient applies to protocol.labels = 'private' only; with shared labels"
             " no gradient is sent",
         )
+
+
+@rule(AttackConfig)
+def _attack_runs_at_its_role(attack: AttackConfig) -> None:
+    role = ATTACK_ROLES.get(attack.name)
+    valid = ", ".join(repr(n) for n, r in ATTACK_ROLES.items() if r == attack.role)
+    check(
+        role is None or role == attack.role,
+        "role",
+        f"{attack.name!r} is an attack by the {role}, not the {attack.role} (attacks by the"
+        f" {attack.role}: {valid})",
+    )
+
+
+@rule(RunConfig)
+def _attack_fits_the_run(config: RunConfig) -> None:
+    """An attack needs messages to observe, and a party attacker must not hold the labels."""
+    attack = config.attack
+    if attack.name == "none":
+        return
+    check(config.protocol.mode == "vfl", "attack.name", "the centralized baseline sends nothing")
+    check(
+        attack.party <= config.partition.num_parties,
+        "attack.party",
+        f"{attack.party} is not a party; valid: 1..{config.partition.num_parties}",
+    )
+    check(
+        attack.party != config.protocol.active_party,
+        "attack.party",
+        f"party {attack.party} is the active party: it sits with the label holder, whose"
+        " messages to it never cross a transport",
+    )
+    check(
+        attack.role == "server" or config.protocol.labels == "private",
+        "attack.role",
+        "with protocol.labels = 'shared' every party holds the labels: nothing to infer",
+    )
+
+
+@rule(RunConfig)
+def _gradient_noise_needs_gradients(config: RunConfig) -> None:
+    if config.privacy.gradient_noise.enabled:
+        check(
+            config.protocol.labels == "private" and config.protocol.mode == "vfl",
+            "privacy.gradient_noise.noise_multiplier",
+            "noises the gradients the label holder sends: needs protocol.mode = 'vfl' and"
+            " protocol.labels = 'private'",
+        )
+
+
+@rule(RunConfig)
+def _budget_needs_a_mechanism(config: RunConfig) -> None:
+    privacy = config.privacy
+    check(
+        privacy.max_epsilon == 0 or privacy.mechanism == "pbm" or privacy.gradient_noise.enabled,
+        "privacy.max_epsilon",
+        "a budget needs a mechanism that spends it: privacy.mechanism = 'pbm' or"
+        " privacy.gradient_noise.noise_multiplier > 0",
+    )
 
 
 @rule(RunConfig)

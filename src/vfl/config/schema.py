@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vfl.config.attack import AttackConfig
 from vfl.config.io import from_mapping, merge, parse_overrides, read_toml
 from vfl.config.section import Section
 from vfl.config.sections import (
@@ -41,6 +42,7 @@ class RunConfig(Section):
     lightweight: LightweightConfig = field(default_factory=LightweightConfig)
     target: TargetConfig = field(default_factory=TargetConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
+    attack: AttackConfig = field(default_factory=AttackConfig)
 
 
 def load_config(path: Path | None = None, overrides: Sequence[str] = ()) -> RunConfig:

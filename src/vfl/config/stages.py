@@ -78,6 +78,25 @@ class CompressConfig(Section):
 
 
 @dataclass(frozen=True)
+class GradientNoiseConfig(Section):
+    """A Gaussian defense of the labels at the label holder (``docs/attacks.md``).
+
+    Attributes:
+        noise_multiplier: ``z``: every sample's gradient row is clipped to L2 norm ``clip`` and
+            gets ``N(0, (z clip)²)`` noise per coordinate before it is sent; 0 turns it off.
+        clip: ``C``, the per-sample L2 bound of the gradients sent.
+    """
+
+    noise_multiplier: Annotated[float, Range(ge=0, note="0 = off")] = 0.0
+    clip: Annotated[float, Range(gt=0)] = 1.0
+
+    @property
+    def enabled(self) -> bool:
+        """Whether gradients are noised."""
+        return self.noise_multiplier > 0
+
+
+@dataclass(frozen=True)
 class PrivacyConfig(Section):
     """Differential privacy of the embeddings: the Poisson Binomial Mechanism (VFL-PBM).
 
@@ -91,8 +110,9 @@ class PrivacyConfig(Section):
         clip: C, the bound on |x| (1 for tanh embeddings).
         secure_aggregation: ``on`` masks the counts pairwise (X25519, HKDF, ChaCha20,
             mod 2^k) so the server learns only their sum, and sums evaluation embeddings
-            securely too; ``off`` sends each party's counts in the clear; ``auto`` is ``on``
-            with PBM and ``off`` without.
+            securely too; ``off`` sends each party's counts in the clear (epsilon is then
+            that of one party's noise alone, M = 1); ``auto`` is ``on`` with PBM and ``off``
+            without.
         delta: The delta at which epsilon is reported. Each training sample is used once per
             shuffled epoch, so the accountant composes one release per sample per epoch.
         eval_fraction_bits: f, the fixed-point precision of securely summed evaluation
@@ -103,6 +123,10 @@ class PrivacyConfig(Section):
             can regenerate the noise, so the run is not private; refused in a deployment, where
             the server chooses the seed); ``auto``: ``os`` in a deployment, ``seeded`` in
             simulation (the summary says so).
+        max_epsilon: A budget at ``delta``: a run whose planned epochs would spend more (PBM's
+            epsilon of the features, or the gradient noise's of the labels) is refused before
+            it starts, and a resumed or extended run stops at it; 0 = no budget.
+        gradient_noise: Clipping and Gaussian noise of the gradients the label holder sends.
     """
 
     mechanism: Literal["none", "pbm"] = "none"
@@ -113,6 +137,8 @@ class PrivacyConfig(Section):
     delta: Annotated[float, Range(gt=0, lt=1)] = 1e-5
     eval_fraction_bits: Annotated[int, Range(ge=8, le=32)] = 16
     randomness: Literal["auto", "seeded", "os"] = "auto"
+    max_epsilon: Annotated[float, Range(ge=0, note="0 = no budget")] = 0.0
+    gradient_noise: GradientNoiseConfig = field(default_factory=GradientNoiseConfig)
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,14 @@ from vfl.config.io import from_mapping, read_toml
 from vfl.config.section import Section
 from vfl.errors import ConfigError
 
-REPORT_METRICS = (*(m for m in TARGET_METRICS if m), "train_loss")
-"""Metrics a report can draw and tabulate: every target metric and the training loss."""
+ATTACK_METRICS = (
+    *("attack_norm_auc", "attack_direction_auc", "attack_accuracy", "attack_accuracy_prior"),
+    *("attack_mse", "attack_mse_prior", "attack_ssim", "attack_ssim_prior"),
+)
+"""What an ``[attack]`` adds to each epoch's record (``vfl.attacks.scoring``)."""
+REPORT_METRICS = (*(m for m in TARGET_METRICS if m), "train_loss", *ATTACK_METRICS)
+"""Metrics a report can draw and tabulate: every target metric, the training loss and the
+attack metrics."""
 
 SEED_KEY = "train.seed"
 TOP_LEVEL_KEYS = (

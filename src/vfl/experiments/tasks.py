@@ -46,7 +46,7 @@ def run_task(task: RunTask) -> RunOutcome:
     try:
         import torch
 
-        from vfl.run import runner  # deferred: the parent needs no torch to plan or report
+        from vfl.attacks import runner  # deferred: the parent needs no torch to plan or report
 
         if task.threads:
             torch.set_num_threads(task.threads)

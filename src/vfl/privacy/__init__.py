@@ -17,6 +17,7 @@ from vfl.privacy.analysis import (
     DEFAULT_ORDERS,
     compose_rdp,
     expected_uses,
+    gaussian_mechanism_rdp,
     gaussian_rdp,
     paper_relative_epsilon,
     paper_relative_rdp,
@@ -27,6 +28,7 @@ from vfl.privacy.calibrate import calibrate
 from vfl.privacy.divergence import pbm_coordinate_rdp, renyi_divergence
 from vfl.privacy.events import (
     ComposedEvent,
+    GaussianEvent,
     NonPrivateEvent,
     NoOpEvent,
     PbmEvent,
@@ -43,6 +45,7 @@ __all__ = [
     "DEFAULT_ORDERS",
     "Accountant",
     "ComposedEvent",
+    "GaussianEvent",
     "NoOpEvent",
     "NonPrivateEvent",
     "PbmEvent",
@@ -58,6 +61,7 @@ __all__ = [
     "compose_rdp",
     "expected_uses",
     "format_report",
+    "gaussian_mechanism_rdp",
     "gaussian_rdp",
     "paper_relative_epsilon",
     "paper_relative_rdp",

@@ -21,10 +21,17 @@ from typing import Any, Protocol, Self
 import numpy as np
 
 from vfl.errors import ConfigError, VflError
-from vfl.privacy.analysis import DEFAULT_ORDERS, Conversion, pbm_rdp, rdp_to_epsilon
+from vfl.privacy.analysis import (
+    DEFAULT_ORDERS,
+    Conversion,
+    gaussian_mechanism_rdp,
+    pbm_rdp,
+    rdp_to_epsilon,
+)
 from vfl.privacy.divergence import FloatArray, check_orders
 from vfl.privacy.events import (
     ComposedEvent,
+    GaussianEvent,
     NonPrivateEvent,
     NoOpEvent,
     PbmEvent,
@@ -64,7 +71,7 @@ class Accountant(Protocol):
 
 
 class RdpAccountant:
-    """Rényi-DP accountant for PBM releases (spec ``pbm.md`` §2.6 B; Mironov 2017).
+    """Rényi-DP accountant for PBM and Gaussian releases (spec ``pbm.md`` §2.6 B; Mironov 2017).
 
     Args:
         orders: The Rényi orders ``α > 1`` at which RDP is tracked.
@@ -104,7 +111,7 @@ class RdpAccountant:
         if unsupported is not None:
             raise UnsupportedEventError(
                 f"RdpAccountant cannot compose {unsupported!r}; supported events: PbmEvent,"
-                " SelfComposedEvent, ComposedEvent, NoOpEvent, NonPrivateEvent"
+                " GaussianEvent, SelfComposedEvent, ComposedEvent, NoOpEvent, NonPrivateEvent"
             )
         if count > 0:
             self._rdp = self._rdp + count * self._rdp_of(event)
@@ -158,6 +165,12 @@ class RdpAccountant:
             return np.full(len(self.orders), math.inf)
         if isinstance(event, PbmEvent):
             return event.dimension * self._curve(event)
+        if isinstance(event, GaussianEvent):
+            return gaussian_mechanism_rdp(
+                noise_multiplier=event.noise_multiplier,
+                sensitivity=event.sensitivity,
+                orders=self.orders,
+            )
         if isinstance(event, SelfComposedEvent):
             if event.count == 0:
                 return np.zeros(len(self.orders))
@@ -191,6 +204,6 @@ def _first_unsupported(event: object) -> object | None:
             if found is not None:
                 return found
         return None
-    if type(event) in (PbmEvent, NoOpEvent, NonPrivateEvent):
+    if type(event) in (PbmEvent, GaussianEvent, NoOpEvent, NonPrivateEvent):
         return None
     return event

@@ -93,6 +93,27 @@ def gaussian_rdp(*, trials: int, beta: float, parties: int, orders: npt.ArrayLik
     return result
 
 
+def gaussian_mechanism_rdp(
+    *, noise_multiplier: float, sensitivity: float, orders: npt.ArrayLike
+) -> FloatArray:
+    """RDP of the Gaussian mechanism: ``α s² / (2 z²)`` (Mironov 2017, Proposition 7).
+
+    ``s`` is the L2 sensitivity and ``z`` the noise standard deviation, in the same unit. At
+    ``α = ∞`` the Gaussian mechanism has no finite divergence.
+
+    Example:
+        >>> gaussian_mechanism_rdp(noise_multiplier=2.0, sensitivity=2.0, orders=[2.0]).tolist()
+        [1.0]
+    """
+    if not (noise_multiplier > 0 and sensitivity > 0):
+        raise ConfigError(
+            f"noise_multiplier and sensitivity must be > 0, got {noise_multiplier}, {sensitivity}"
+        )
+    alphas = check_orders(orders)
+    result: FloatArray = alphas * sensitivity**2 / (2.0 * noise_multiplier**2)
+    return result
+
+
 def compose_rdp(*, per_coordinate: npt.ArrayLike, dimension: int, uses: float) -> FloatArray:
     """``ε_tot(α) = K · P · ε₁(α)``: ``P`` coordinates, ``K`` uses (spec §2.6 B items 2-3).
 

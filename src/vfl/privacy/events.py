@@ -62,6 +62,31 @@ class PbmEvent(PrivacyEvent):
 
 
 @dataclass(frozen=True)
+class GaussianEvent(PrivacyEvent):
+    """One release of a vector with L2 sensitivity ``sensitivity · C`` plus ``N(0, (zC)² I)``.
+
+    The Gaussian mechanism (Dwork and Roth 2014, Appendix A; in RDP: Mironov 2017,
+    Proposition 7): ``ε(α) = α s² / (2 z²)``, with ``s`` the sensitivity and ``z`` the noise
+    standard deviation, both in units of the clipping norm ``C`` (which cancels). vfl's label
+    holder uses it for the per-sample gradients it sends (``GradientNoise``): one sample's label
+    changes only that sample's clipped gradient row, by at most ``2C`` (replace-one adjacency).
+
+    Attributes:
+        noise_multiplier: ``z``, the noise standard deviation over ``C`` (> 0).
+        sensitivity: ``s``, the L2 sensitivity over ``C`` (> 0).
+    """
+
+    noise_multiplier: float
+    sensitivity: float = 2.0
+
+    def __post_init__(self) -> None:
+        for name in ("noise_multiplier", "sensitivity"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not 0.0 < value < float("inf"):
+                raise ConfigError(f"GaussianEvent.{name} must be a finite number > 0, got {value}")
+
+
+@dataclass(frozen=True)
 class SelfComposedEvent(PrivacyEvent):
     """``event`` happened ``count`` times (e.g. a sample's release once per shuffled epoch).
 

@@ -12,7 +12,9 @@ import torch
 from vfl.compress.pipeline import MessageSeeds, TensorCodec, evaluation_purpose
 from vfl.errors import DIVERGED_HINT, TrainingDiverged, WireError
 from vfl.models.optim import LearningRateSchedule
+from vfl.privacy import RdpAccountant
 from vfl.privacy.events import PbmEvent
+from vfl.privacy.gradient_noise import GradientNoise
 from vfl.privacy.secure_sum import ServerSecureSum
 from vfl.protocol.base import RoundCallback
 from vfl.protocol.sampler import BatchSampler, chunks
@@ -77,6 +79,8 @@ class LoopOptions:
         compress_evaluation: Evaluation embeddings arrive through the embedding codec.
         active_party: The party whose block includes the head (FedBCD's party K, in the server's
             process), or 0.
+        gradient_noise: Clips and noises every gradient row sent to a party, or ``None``.
+        delta: The delta of the gradient noise's reported epsilon.
     """
 
     steps: LocalSteps = field(default_factory=LocalSteps)
@@ -86,6 +90,8 @@ class LoopOptions:
     privacy: ServerPrivacy | None = None
     compress_evaluation: bool = False
     active_party: int = 0
+    gradient_noise: GradientNoise | None = None
+    delta: float = 1e-5
 
 
 class ServerLoop:
@@ -119,6 +125,7 @@ class ServerLoop:
         self.eval_batch_size = eval_batch_size
         self.options = options or LoopOptions()
         self.rounds = 0
+        self.label_accountant = RdpAccountant()  # the gradient noise's releases, if any
 
     @property
     def ledger(self) -> Ledger:
@@ -129,8 +136,11 @@ class ServerLoop:
         """Nothing to set up by default."""
 
     def privacy_spent(self) -> dict[str, float] | None:
-        """No privacy mechanism by default."""
-        return None
+        """The gradient noise's epsilon of the labels, if gradients are noised."""
+        if self.options.gradient_noise is None:
+            return None
+        delta = self.options.delta
+        return {"label_epsilon": self.label_accountant.get_epsilon(delta), "label_delta": delta}
 
     def train_round(self, ids: torch.Tensor) -> float:
         """One round on the batch ``ids`` (the round counter then advances); returns its loss."""
@@ -163,6 +173,8 @@ class ServerLoop:
             total += loss
             if on_round is not None:
                 on_round(loss)
+        if self.options.gradient_noise is not None:  # every sample's gradient went out once more
+            self.label_accountant.compose(self.options.gradient_noise.event())
         return total / len(batches)
 
     def decode_embeddings(
@@ -229,18 +241,25 @@ class ServerLoop:
         return self.ask(dict.fromkeys(self.server.party_ids, request), expected, "train")
 
     def state_dict(self) -> dict[str, Any]:
-        """Server state, round counter and ledger."""
-        return {
+        """Server state, round counter and ledger (and the gradient noise's, if any)."""
+        state = {
             "server": self.server.state_dict(),
             "rounds": self.rounds,
             "ledger": self.ledger.state_dict(),
         }
+        if self.options.gradient_noise is not None:
+            state["gradient_noise"] = self.options.gradient_noise.state_dict()
+            state["label_accountant"] = self.label_accountant.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from ``state_dict``."""
         self.server.load_state_dict(state["server"])
         self.rounds = int(state["rounds"])
         self.ledger.load_state_dict(state["ledger"])
+        if self.options.gradient_noise is not None:
+            self.options.gradient_noise.load_state_dict(state["gradient_noise"])
+            self.label_accountant.load_state_dict(state["label_accountant"])
 
     def close(self) -> None:
         """Tell every party training is over."""

@@ -112,7 +112,8 @@ class PrivateSumTraining(SplitLearning):
 
     def privacy_spent(self) -> dict[str, float]:
         """Epsilon at the configured delta for what has been released so far."""
-        return {"epsilon": self.accountant.get_epsilon(self.delta), "delta": self.delta}
+        spent = {"epsilon": self.accountant.get_epsilon(self.delta), "delta": self.delta}
+        return {**spent, **(super().privacy_spent() or {})}
 
     def state_dict(self) -> dict[str, Any]:
         """The loop's state plus the accountant's."""

@@ -61,7 +61,9 @@ class SplitLearning(ServerLoop):
         self.ask({active: request}, Ack, "train")
 
     def gradient_message(self, round_: int, party: int, grad: torch.Tensor) -> Message:
-        """The d loss / d embedding message for one party (compressed with a gradient codec)."""
+        """The d loss / d embedding message for one party (noised, then compressed, if set)."""
+        if self.options.gradient_noise is not None:
+            grad = self.options.gradient_noise.apply(grad)
         codec = self.options.links.gradient
         if codec is None:
             return GradRequest(round=round_, grad=grad)

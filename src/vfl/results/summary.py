@@ -70,7 +70,7 @@ def summarize(records: list[dict[str, Any]], *, target: Target | None = None) ->
     summary: dict[str, Any] = {
         "epochs": final["epoch"],
         "rounds": final["round"],
-        "final": {k: v for k, v in final.items() if k.startswith(("test_", "train_"))},
+        "final": {k: v for k, v in final.items() if k.startswith(("test_", "train_", "attack_"))},
         "best": best_values(records),
         "wall_time": final["wall_time"],
     }
@@ -85,6 +85,9 @@ def summarize(records: list[dict[str, Any]], *, target: Target | None = None) ->
         }
     if "epsilon" in final:
         summary["privacy"] = {"epsilon": final["epsilon"], "delta": final["delta"]}
+    if "label_epsilon" in final:
+        labels = {"label_epsilon": final["label_epsilon"], "label_delta": final["label_delta"]}
+        summary["privacy"] = {**summary.get("privacy", {}), **labels}
     if target is not None:
         summary["target"] = {
             "metric": target.metric,

@@ -33,6 +33,7 @@ from vfl.roles.server import Server
 from vfl.roles.shared import ActiveBlock, SharedLabels
 from vfl.run import stages
 from vfl.run.models import ConfigModels, ModelSource, embedding_width
+from vfl.run.observe import ObservingTransport, Taps, party_handler
 from vfl.run.session import LocalParties, Session
 from vfl.transport.base import PartyEndpoint, Transport
 from vfl.transport.colocated import ColocatedTransport
@@ -172,22 +173,37 @@ def build_loop(blueprint: Blueprint, server: Server, transport: Transport) -> Se
     )
 
 
-def local_transport(config: RunConfig, parties: Sequence[Party]) -> Transport:
-    """The in-process transport, with the active party (if any) in the server's process."""
+def local_transport(
+    config: RunConfig,
+    parties: Sequence[Party],
+    taps: Taps | None = None,
+    widths: Mapping[int, int] | None = None,
+) -> Transport:
+    """The in-process transport, with the active party (if any) in the server's process.
+
+    A party ``taps`` names is reached through an observer of its own handler; with a server
+    listener the transport is wrapped in an ``ObservingTransport`` (``build_session`` binds it).
+    """
+    taps = taps or Taps()
     active = config.protocol.active_party
     remote = {
-        p.party_id: PartyEndpoint(p.party_id, p.handle) for p in parties if p.party_id != active
+        p.party_id: PartyEndpoint(p.party_id, party_handler(p, taps, widths or {}))
+        for p in parties
+        if p.party_id != active
     }
-    transport = InProcTransport(remote)
-    if active == 0:
-        return transport
-    return ColocatedTransport(transport, {active: parties[active - 1].handle})
+    transport: Transport = InProcTransport(remote)
+    if active:
+        transport = ColocatedTransport(transport, {active: parties[active - 1].handle})
+    return transport if taps.server is None else ObservingTransport(transport, taps.server)
 
 
-def build_session(blueprint: Blueprint | RunConfig, data: VerticalData) -> Session[LocalParties]:
+def build_session(
+    blueprint: Blueprint | RunConfig, data: VerticalData, *, taps: Taps | None = None
+) -> Session[LocalParties]:
     """A whole run in this process: every party, the server, the loop and the transport.
 
-    A bare ``RunConfig`` stands for ``Blueprint.from_config(config)``.
+    A bare ``RunConfig`` stands for ``Blueprint.from_config(config)``. ``taps`` observe the
+    roles they name (``vfl.run.observe``; the active party cannot be observed).
     """
     if isinstance(blueprint, RunConfig):
         blueprint = Blueprint.from_config(blueprint)
@@ -228,7 +244,10 @@ def build_session(blueprint: Blueprint | RunConfig, data: VerticalData) -> Sessi
     )
     if config.protocol.active_party:
         attach_active_party(parties[config.protocol.active_party - 1], server)
-    loop = build_loop(blueprint, server, local_transport(config, parties))
+    transport = local_transport(config, parties, taps, widths)
+    loop = build_loop(blueprint, server, transport)
+    if isinstance(transport, ObservingTransport):
+        transport.bind(loop)
     return Session(loop, LocalParties(parties))
 
 

@@ -29,6 +29,7 @@ class Schedule:
         eval_every: Also evaluate every this many rounds inside epochs (0: after epochs only).
         target: The target the summary reports the cost of.
         stop_at_target: Stop as soon as an evaluation meets ``target``.
+        budget: The privacy budget: training stops before an epoch it does not allow.
     """
 
     epochs: int
@@ -36,6 +37,20 @@ class Schedule:
     eval_every: int = 0
     target: Target | None = None
     stop_at_target: bool = False
+    budget: EpochLimit | None = None
+
+
+@dataclass(frozen=True)
+class EpochLimit:
+    """The most epochs a privacy budget allows, and what the summary says about it.
+
+    Attributes:
+        epochs: The largest number of epochs within the budget.
+        note: What the budget is (``privacy.max_epsilon = 5 at delta = 1e-05``).
+    """
+
+    epochs: int
+    note: str
 
 
 @dataclass(frozen=True)
@@ -87,6 +102,7 @@ def fit(
     checkpoint_every: int = 0,
     config: str = "",
     stop: StopRequest | None = None,
+    budget: EpochLimit | None = None,
 ) -> list[dict[str, Any]]:
     """Train for ``epochs`` epochs, evaluating on the test split after each (and in between).
 
@@ -99,6 +115,8 @@ def fit(
     ``target`` adds rounds, bytes and time to reach a metric value to the summary, and with
     ``stop_at_target`` training ends at the first evaluation that meets it.
     Once ``stop`` is requested, training ends after the current round with a checkpoint.
+    With a ``budget``, no epoch beyond ``budget.epochs`` starts (a resumed or extended run stops
+    there, and its summary says so). A session's probe adds its metrics to each epoch's record.
 
     Returns:
         One metrics record per evaluation (all epochs, including resumed ones).
@@ -108,7 +126,7 @@ def fit(
     """
     if stop_at_target and target is None:
         raise ConfigError("stopping at the target needs a target (target.metric)")
-    schedule = Schedule(epochs, eval_at_start, eval_every, target, stop_at_target)
+    schedule = Schedule(epochs, eval_at_start, eval_every, target, stop_at_target, budget)
     checkpoints = Checkpoints(checkpoint and run is not None, checkpoint_every, config)
     return _Fit(session, schedule, run, progress, checkpoints, stop).run(resume)
 
@@ -138,6 +156,7 @@ class _Fit:
         self.position = 0  # rounds done in the current epoch
         self.loss_sum = 0.0  # their training losses, summed in order
         self.saved_at = -1  # the round of the last checkpoint written or loaded
+        self.stopped_by_budget = False
 
     @property
     def elapsed(self) -> float:
@@ -153,15 +172,44 @@ class _Fit:
                 self._evaluate(None, train_time=0.0)
             for epoch in range(start_epoch, self.schedule.epochs):
                 self._stop_if_requested(epoch)
+                if self._over_budget(epoch):
+                    break
                 self._epoch(epoch)
         except _TargetReached:
             pass
         if self.run_files is not None:
             summary = summarize(self.records, target=self.schedule.target)
+            self._summarize_extras(summary)
             self.run_files.write_json(SUMMARY, summary)
             if self.trainer.ledger is not None:
                 self.trainer.ledger.write_csv(self.run_files.file(LEDGER))
         return self.records
+
+    def _over_budget(self, epoch: int) -> bool:
+        """Whether epoch ``epoch`` (0-based) would spend more than the privacy budget."""
+        budget = self.schedule.budget
+        if budget is None or epoch + 1 <= budget.epochs:
+            return False
+        self.stopped_by_budget = True
+        return True
+
+    def _summarize_extras(self, summary: dict[str, Any]) -> None:
+        budget = self.schedule.budget
+        if budget is not None:
+            stopped = self.stopped_by_budget
+            summary.setdefault("privacy", {})["budget"] = {
+                "limit": budget.note,
+                "max_epochs": budget.epochs,
+                "stopped": stopped,
+                "message": (
+                    f"stopped at the privacy budget after {budget.epochs} of"
+                    f" {self.schedule.epochs} planned epochs ({budget.note})"
+                    if stopped
+                    else f"within the budget ({budget.note})"
+                ),
+            }
+        if self.session.probe is not None:
+            self.session.probe.summarize(summary)
 
     def _resume(self) -> int:
         if self.run_files is None:
@@ -284,6 +332,9 @@ class _Fit:
         privacy = self.trainer.privacy_spent()
         if privacy is not None:
             record.update(privacy)
+        probe = self.session.probe
+        if probe is not None and train_loss is not None:  # at the end of an epoch
+            record.update(probe.epoch_metrics(round(epoch) - 1))
         record["epoch_train_seconds"] = train_time
         record["wall_time"] = self.elapsed
         return record

@@ -33,6 +33,7 @@ RESUMABLE_KEYS = (
     "output.dir",
     "output.name",
     "output.progress",
+    "privacy.max_epsilon",
 )
 """Fields a resumed run may change: how long it trains, when it checkpoints, where results go
 (``--resume RUN_DIR`` names the folder, so ``output.dir`` and ``output.name`` are not used) and

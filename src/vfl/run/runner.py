@@ -37,12 +37,14 @@ from vfl.results.files import (
     failure_line,
 )
 from vfl.results.summary import Target
+from vfl.run.budget import check_planned, epoch_limit
 from vfl.run.bundles import BUNDLE, export_run
 from vfl.run.compose import Blueprint, build_session
 from vfl.run.data import prepare
-from vfl.run.fit import RunStopped, fit
+from vfl.run.fit import EpochLimit, RunStopped, fit
 from vfl.run.folders import check_unchanged
 from vfl.run.folders import default_run_dir as default_run_dir  # its home before run/folders.py
+from vfl.run.probe import Probe
 from vfl.run.session import LocalParties, PartyGroup, Session
 from vfl.run.signals import StopRequest
 from vfl.run.stages import NoiseSource, noise_source, use_threads
@@ -57,24 +59,32 @@ def target_of(config: RunConfig) -> Target | None:
 
 
 def train(
-    config: RunConfig, run_dir: Path, *, resume: bool = False, stop: StopRequest | None = None
+    config: RunConfig,
+    run_dir: Path,
+    *,
+    resume: bool = False,
+    stop: StopRequest | None = None,
+    probe: Probe | None = None,
 ) -> dict[str, Any]:
     """Train as configured into ``run_dir`` (or continue it with ``resume``); returns the summary.
 
     ``stop``, once requested, ends training after the current round with a checkpoint.
+    ``probe`` (an attack, ``vfl.attacks``) observes the roles it taps and adds its metrics.
 
     Raises:
         ConfigError: if ``run_dir`` is not missing or empty (without ``resume``), if the config
-            differs from the checkpoint's outside ``folders.RESUMABLE_KEYS`` (with it), or the
-            data does not fit the config (all before anything is written).
+            differs from the checkpoint's outside ``folders.RESUMABLE_KEYS`` (with it), the
+            data does not fit the config, or a new run's epochs would spend more than
+            ``privacy.max_epsilon`` (all before anything is written).
         RunStopped: if ``stop`` was requested.
     """
     if resume:
         run_files = _resumable(config, run_dir)
         with _failures_recorded(run_files):
-            return _train(config, _compose(config, resume=True), run_files, resume, stop)
+            composed = _compose(config, resume=True, probe=probe)
+            return _train(config, composed, run_files, resume, stop)
     check_new(run_dir)
-    composed = _compose(config, resume=False)
+    composed = _compose(config, resume=False, probe=probe)
     run_files = RunDirectory(run_dir)
     with _failures_recorded(run_files):
         return _train(config, composed, run_files, resume, stop)
@@ -87,19 +97,29 @@ class _Composed:
     dataset: Dataset
     partition: Partition
     session: Session[LocalParties]
+    budget: EpochLimit | None = None
 
 
-def _compose(config: RunConfig, *, resume: bool) -> _Composed:
+def _compose(config: RunConfig, *, resume: bool, probe: Probe | None = None) -> _Composed:
     """Load the data, check what needs it, and build the run (nothing is written)."""
     use_threads(config.train.threads)
     dataset, partition, data = prepare(config)
     check_target_metric(config.target.metric, data.task.num_classes)
     if not resume:  # user modules may draw from the global RNG (dropout): make runs repeatable
         torch.manual_seed(derive_seed(config.train.seed, "torch-global"))
-    session = build_session(Blueprint.from_config(config), data)
-    if config.privacy.mechanism == "pbm" and noise_source(config, deployed=False) == "seeded":
+    taps = probe.taps() if probe is not None else None
+    session = build_session(Blueprint.from_config(config), data, taps=taps)
+    if resume:
+        budget = epoch_limit(config, session.trainer)
+    else:
+        budget = check_planned(config, session.trainer)
+    if probe is not None:
+        probe.attach(session, data)
+        session.probe = probe
+    noised = config.privacy.mechanism == "pbm" or config.privacy.gradient_noise.enabled
+    if noised and noise_source(config, deployed=False) == "seeded":
         log.warning("privacy noise: %s", noise_note("seeded"))
-    return _Composed(dataset, partition, session)
+    return _Composed(dataset, partition, session, budget)
 
 
 def _train(
@@ -113,7 +133,9 @@ def _train(
     run_files.write_text(CONFIG, to_toml(config))
     run_files.write_text(PARTITION, partition.to_json())
     try:
-        fit_as_configured(session, config, run_files, resume=resume, stop=stop)
+        fit_as_configured(
+            session, config, run_files, resume=resume, stop=stop, budget=composed.budget
+        )
     finally:
         session.trainer.close()
     summary = finish_summary(config, session, run_files)
@@ -180,6 +202,7 @@ def fit_as_configured(
     resume: bool,
     eval_at_start: bool | None = None,
     stop: StopRequest | None = None,
+    budget: EpochLimit | None = None,
 ) -> None:
     """``fit`` with the config's epochs, evaluations, target, checkpoints and progress bar.
 
@@ -200,6 +223,7 @@ def fit_as_configured(
         eval_every=config.train.eval_every,
         target=target_of(config),
         stop_at_target=config.target.stop,
+        budget=budget,
     )
 
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Generic, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 from vfl.errors import ConfigError
 from vfl.protocol.base import Trainer
 from vfl.results.compute import RoundCompute
 from vfl.roles.party import Party
 from vfl.transport.ledger import Ledger
+
+if TYPE_CHECKING:
+    from vfl.run.probe import Probe
 
 
 class PartyGroup(Protocol):
@@ -85,6 +88,7 @@ class Session(Generic[G]):
     def __init__(self, trainer: Trainer, parties: G) -> None:
         self.trainer = trainer
         self.parties: G = parties
+        self.probe: Probe | None = None  # an attack watching the run (vfl.attacks), if any
 
     @property
     def ledger(self) -> Ledger:
@@ -109,13 +113,18 @@ class Session(Generic[G]):
         return None if min(flops) < 0 else sum(flops)
 
     def state_dict(self) -> dict[str, Any]:
-        """The trainer's state and every party's."""
-        return {
+        """The trainer's state, every party's, and the probe's."""
+        state = {
             "trainer": self.trainer.state_dict(),
             "parties": self.parties.checkpoint(self.trainer.rounds),
         }
+        if self.probe is not None:
+            state["probe"] = self.probe.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore the trainer, then every party at the trainer's round."""
+        """Restore the trainer, then every party at the trainer's round (and the probe)."""
         self.trainer.load_state_dict(state["trainer"])
         self.parties.restore(state["parties"], self.trainer.rounds)
+        if self.probe is not None:
+            self.probe.load_state_dict(state["probe"])

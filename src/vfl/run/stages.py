@@ -21,6 +21,7 @@ from vfl.compress.sparsify import SparsifyingCodec
 from vfl.config import CompressorConfig, RunConfig
 from vfl.config.buildable import compressor_parameters
 from vfl.models.optim import LearningRateSchedule
+from vfl.privacy.gradient_noise import GradientNoise
 from vfl.privacy.pbm import PoissonBinomialMechanism
 from vfl.privacy.secure_sum import PartySecureSum, ServerSecureSum, mechanism_generator
 from vfl.protocol.loop import Links, LoopOptions, ServerPrivacy
@@ -215,18 +216,38 @@ def party_privacy(config: RunConfig, party: int, *, deployed: bool) -> PartySecu
     return PartySecureSum(party, mechanism(config), generator, secure=secure_aggregation(config))
 
 
-def server_privacy(config: RunConfig, party_ids: tuple[int, ...], width: int) -> ServerPrivacy:
-    """The server's PBM stage: secure sums over ``party_ids`` of ``width``-wide embeddings."""
-    pbm = mechanism(config)
-    secure_sum = ServerSecureSum(
-        pbm,
-        party_ids,
-        secure=secure_aggregation(config),
-        fraction_bits=config.privacy.eval_fraction_bits,
+def gradient_noise(config: RunConfig, *, deployed: bool) -> GradientNoise | None:
+    """The label holder's gradient clipping and noise, or ``None`` when off.
+
+    Its randomness comes from where PBM's does (``noise_source``): the operating system in a
+    deployment, a generator seeded from ``(train.seed, "gradient-noise")`` in simulation.
+    """
+    noise = config.privacy.gradient_noise
+    if not noise.enabled:
+        return None
+    os_entropy = noise_source(config, deployed=deployed) == "os"
+    seed = derive_seed(config.train.seed, "gradient-noise")
+    return GradientNoise(
+        noise.clip, noise.noise_multiplier, mechanism_generator(seed, secure_rng=os_entropy)
     )
+
+
+def server_privacy(config: RunConfig, party_ids: tuple[int, ...], width: int) -> ServerPrivacy:
+    """The server's PBM stage: secure sums over ``party_ids`` of ``width``-wide embeddings.
+
+    Its event counts every party's noise only when the counts are summed securely.
+    """
+    pbm = mechanism(config)
+    secure = secure_aggregation(config)
+    secure_sum = ServerSecureSum(
+        pbm, party_ids, secure=secure, fraction_bits=config.privacy.eval_fraction_bits
+    )
+    # Counts sent in the clear show the server each party's own count: its protection is that
+    # of one party's noise alone (M = 1, docs/privacy.md), not of the sum over every party.
+    contributors = len(party_ids) if secure else 1
     return ServerPrivacy(
         secure_sum=secure_sum,
-        event=pbm.event(parties=len(party_ids), dimension=width),
+        event=pbm.event(parties=contributors, dimension=width),
         delta=config.privacy.delta,
     )
 
@@ -247,6 +268,8 @@ def loop_options(
         privacy=privacy,
         compress_evaluation=compress_evaluation(config, deployed=deployed),
         active_party=config.protocol.active_party,
+        gradient_noise=gradient_noise(config, deployed=deployed),
+        delta=config.privacy.delta,
     )
 
 

@@ -1,0 +1,283 @@
+"""The tables and figures of ``docs/attacks.md``, from the committed sweep results alone.
+
+Reads every finished run under ``experiments/attacks/results`` (``summary.json`` and the resolved
+``config.toml``; no checkpoint, no training) and
+
+- rewrites the tables between the ``attack-tables`` markers of ``docs/attacks.md``;
+- draws ``docs/img/attacks-*.png`` (and the reconstructed quadrants from
+  ``results/quadrants.json``, written by ``quadrants.py``).
+
+Every number is the final epoch's, as mean ± population std (ddof 0) over the finished seeds::
+
+    .venv/bin/python experiments/attacks/report.py           # tables and figures
+    .venv/bin/python experiments/attacks/report.py --check   # exit 1 if the doc's tables are stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+RESULTS = HERE / "results"
+DOC = ROOT / "docs/attacks.md"
+IMG = ROOT / "docs/img"
+START, END = "<!-- attack-tables:start -->\n", "<!-- attack-tables:end -->"
+SWEEPS = ("label-inference", "completion", "reconstruction")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of a sweep and its finished runs.
+
+    Attributes:
+        label: The sweep's label of the setting.
+        planned: How many seeds the sweep plans for it.
+        finals: Each finished run's final metrics (``summary.json``'s ``final``).
+        privacy: Each finished run's ``privacy`` section (epsilons), or empty.
+        firsts: Each finished run's record of its first epoch (``metrics.jsonl``).
+        config: The first finished run's resolved config (all runs differ only in the seed).
+    """
+
+    label: str
+    planned: int
+    finals: tuple[dict[str, Any], ...]
+    privacy: tuple[dict[str, Any], ...]
+    firsts: tuple[dict[str, Any], ...]
+    config: dict[str, Any]
+
+    def values(self, key: str) -> list[float]:
+        """``key`` of every finished run that has it (``first:KEY``: at the first epoch)."""
+        records = self.finals
+        if key.startswith("first:"):
+            key, records = key.removeprefix("first:"), self.firsts
+        return [float(f[key]) for f in records if isinstance(f.get(key), int | float)]
+
+    def mean(self, key: str) -> float:
+        """The mean of ``key`` over the finished runs (NaN for none)."""
+        values = self.values(key)
+        return statistics.fmean(values) if values else math.nan
+
+    def std(self, key: str) -> float:
+        """The population std of ``key`` over the finished runs (NaN for none)."""
+        values = self.values(key)
+        return statistics.pstdev(values) if values else math.nan
+
+    def epsilon(self, key: str) -> float | None:
+        """The mean of a privacy figure (``epsilon``, ``label_epsilon``), None without one."""
+        values = [float(p[key]) for p in self.privacy if key in p]
+        return statistics.fmean(values) if values else None
+
+
+def load_sweep(folder: Path) -> list[Setting]:
+    """The settings of the sweep in ``folder`` (``sweep.json`` order), with their finished runs."""
+    manifest = json.loads((folder / "sweep.json").read_text())
+    settings = []
+    for entry in manifest["settings"]:
+        finished = [
+            folder / run["dir"]
+            for run in entry["runs"]
+            if (folder / run["dir"] / "summary.json").exists()
+        ]
+        summaries = [json.loads((run / "summary.json").read_text()) for run in finished]
+        firsts = [_first_epoch(run / "metrics.jsonl") for run in finished]
+        config = tomllib.loads((finished[0] / "config.toml").read_text()) if finished else {}
+        settings.append(
+            Setting(
+                entry["label"],
+                len(entry["runs"]),
+                tuple(s["final"] for s in summaries),
+                tuple(s.get("privacy", {}) for s in summaries),
+                tuple(firsts),
+                config,
+            )
+        )
+    return settings
+
+
+def _first_epoch(metrics: Path) -> dict[str, Any]:
+    """The record of epoch 1 in a run's ``metrics.jsonl``."""
+    for line in metrics.read_text().splitlines():
+        record: dict[str, Any] = json.loads(line)
+        if record.get("epoch") == 1:
+            return record
+    return {}
+
+
+def cell(setting: Setting, key: str, digits: int = 3) -> str:
+    """``mean ± std`` of ``key``, or a dash."""
+    if not setting.values(key):
+        return "–"
+    return f"{setting.mean(key):.{digits}f} ± {setting.std(key):.{digits}f}"
+
+
+def epsilon_cell(setting: Setting, key: str) -> str:
+    """An epsilon (identical over seeds), or a dash where the setting spends none."""
+    value = setting.epsilon(key)
+    return "–" if value is None else f"{value:.3g}"
+
+
+def seeds_cell(setting: Setting) -> str:
+    """Finished seeds, and the plan where some are missing."""
+    done = len(setting.finals)
+    return str(done) if done == setting.planned else f"{done} of {setting.planned} (missing)"
+
+
+def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _pooled(settings: Sequence[Setting], key: str) -> float:
+    values = [v for s in settings for v in s.values(key)]
+    return statistics.fmean(values) if values else math.nan
+
+
+def label_inference_table(settings: Sequence[Setting]) -> str:
+    """Label inference by passive party 1 on binary MNIST halves."""
+    header = (
+        "protection",
+        "seeds",
+        "test accuracy",
+        "direction AUC",
+        "direction AUC, epoch 1",
+        "norm AUC",
+        "inferred-label accuracy",
+        "ε features (PBM)",
+        "ε labels (noise)",
+    )
+    rows = [
+        (
+            s.label,
+            seeds_cell(s),
+            cell(s, "test_accuracy"),
+            cell(s, "attack_direction_auc"),
+            cell(s, "first:attack_direction_auc"),
+            cell(s, "attack_norm_auc"),
+            cell(s, "attack_accuracy"),
+            epsilon_cell(s, "epsilon"),
+            epsilon_cell(s, "label_epsilon"),
+        )
+        for s in settings
+    ]
+    prior = _pooled(settings, "attack_accuracy_prior")
+    rows.append(("*random guess*", "", "", "0.500", "0.500", "0.500", f"{prior:.3f}", "", ""))
+    return markdown(header, rows)
+
+
+def completion_table(settings: Sequence[Setting]) -> str:
+    """Model completion by passive party 1 on 10-class MNIST halves, 40 known labels."""
+    header = (
+        "protection",
+        "seeds",
+        "test accuracy",
+        "completion accuracy",
+        "ε features (PBM)",
+        "ε labels (noise)",
+    )
+    rows = [
+        (
+            s.label,
+            seeds_cell(s),
+            cell(s, "test_accuracy"),
+            cell(s, "attack_accuracy"),
+            epsilon_cell(s, "epsilon"),
+            epsilon_cell(s, "label_epsilon"),
+        )
+        for s in settings
+    ]
+    prior = _pooled(settings, "attack_accuracy_prior")
+    rows.append(("*majority class*", "", "", f"{prior:.3f}", "", ""))
+    return markdown(header, rows)
+
+
+def reconstruction_table(settings: Sequence[Setting]) -> str:
+    """Reconstruction of party 1's MNIST quadrant by the server, 20 % auxiliary rows."""
+    header = ("protection", "seeds", "ε features (PBM)", "test accuracy", "MSE", "SSIM")
+    rows = [
+        (
+            _reconstruction_label(s),
+            seeds_cell(s),
+            epsilon_cell(s, "epsilon"),
+            cell(s, "test_accuracy"),
+            cell(s, "attack_mse", 4),
+            cell(s, "attack_ssim"),
+        )
+        for s in settings
+    ]
+    mse, ssim = _pooled(settings, "attack_mse_prior"), _pooled(settings, "attack_ssim_prior")
+    rows.append(("*random guess (auxiliary mean)*", "", "", "", f"{mse:.4f}", f"{ssim:.3f}"))
+    return markdown(header, rows)
+
+
+def _reconstruction_label(setting: Setting) -> str:
+    if setting.label.startswith("beta="):  # the PBM grid, counts sent in the clear
+        return f"PBM {setting.label} (no secure sum)"
+    return setting.label
+
+
+TABLES: dict[str, tuple[str, Callable[[Sequence[Setting]], str]]] = {
+    "label-inference": ("Label inference (binary MNIST halves)", label_inference_table),
+    "completion": ("Model completion (MNIST halves, 40 labels)", completion_table),
+    "reconstruction": ("Feature reconstruction (MNIST quadrants)", reconstruction_table),
+}
+
+
+def tables(results: Path = RESULTS) -> str:
+    """Every table, with a line naming what did not finish."""
+    parts = []
+    for sweep, (title, make) in TABLES.items():
+        folder = results / sweep
+        if not (folder / "sweep.json").exists():
+            parts.append(f"#### {title}\n\nNot run yet: no results in `{folder.name}`.\n")
+            continue
+        settings = load_sweep(folder)
+        missing = sum(s.planned - len(s.finals) for s in settings)
+        note = f"\n\nMissing: {missing} runs did not finish (marked above).\n" if missing else "\n"
+        parts.append(f"#### {title}\n\n{make(settings)}{note}")
+    return "\n".join(parts)
+
+
+def rewrite_doc(doc: Path = DOC, results: Path = RESULTS) -> bool:
+    """Put ``tables()`` between the doc's markers; whether the doc changed."""
+    text = doc.read_text()
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    updated = head + START + tables(results) + END + tail
+    if updated != text:
+        doc.write_text(updated)
+    return updated != text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Rewrite the tables (or check them) and draw the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only check the doc's tables")
+    args = parser.parse_args(argv)
+    if args.check:
+        current = DOC.read_text().split(START, 1)[1].split(END, 1)[0]
+        if current != tables():
+            print("docs/attacks.md's tables are stale: run experiments/attacks/report.py")
+            return 1
+        return 0
+    rewrite_doc()
+    sys.path.insert(0, str(HERE))
+    import figures  # deferred: matplotlib is needed only to draw
+
+    figures.draw_all(RESULTS, IMG)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Every attack by name, built with the auxiliary knowledge its threat model grants."""
+
+from __future__ import annotations
+
+import torch
+
+from vfl.attacks.base import Attack, KnownLabels, KnownRows
+from vfl.attacks.completion import ModelCompletion
+from vfl.attacks.label_inference import LabelInference
+from vfl.attacks.reconstruction import FeatureReconstruction
+from vfl.config import RunConfig
+from vfl.data.vertical import VerticalData
+from vfl.errors import ConfigError
+
+ATTACKS: dict[str, type[Attack]] = {
+    LabelInference.name: LabelInference,
+    ModelCompletion.name: ModelCompletion,
+    FeatureReconstruction.name: FeatureReconstruction,
+}
+
+
+def build_attack(config: RunConfig, data: VerticalData, *, seed: int) -> Attack:
+    """The configured attack; its auxiliary samples are drawn with ``seed``.
+
+    Raises:
+        ConfigError: if the attack does not apply to this task and model.
+    """
+    attack, labels = config.attack, data.train_labels
+    generator = torch.Generator().manual_seed(seed)
+    classes = data.task.num_classes
+    if attack.name == "label_inference":
+        settings = attack.label_inference
+        _check_label_inference(config, classes)
+        known = _known_positives(labels, settings.known_positives, generator)
+        direct = settings.multiclass == "direct"
+        return LabelInference(len(labels), known, num_classes=classes, direct=direct)
+    if attack.name == "model_completion":
+        completion = attack.model_completion
+        return ModelCompletion(
+            _stratified(labels, completion.labels, classes, generator),
+            hidden=completion.hidden,
+            epochs=completion.epochs,
+            lr=completion.lr,
+        )
+    settings_r = attack.feature_reconstruction
+    block = data.train_blocks[attack.party - 1]
+    count = max(1, round(settings_r.aux_fraction * len(block)))
+    ids = torch.randperm(len(block), generator=generator)[:count].sort().values
+    return FeatureReconstruction(
+        attack.party,
+        len(block),
+        KnownRows(ids, block[ids].clone()),
+        hidden=settings_r.hidden,
+        epochs=settings_r.epochs,
+        batch_size=settings_r.batch_size,
+        lr=settings_r.lr,
+    )
+
+
+def _check_label_inference(config: RunConfig, classes: int) -> None:
+    head, width = config.model.head, config.model.bottom.embedding_dim
+    logits = head.top == "none" and width == classes
+    if classes > 2 and not (logits and config.attack.label_inference.multiclass == "direct"):
+        raise ConfigError(
+            f"attack.name: label_inference on a {classes}-class task applies only when each"
+            " party's output is its share of the logits (model.head.top = 'none',"
+            f" model.bottom.embedding_dim = {classes}) with attack.label_inference.multiclass ="
+            " 'direct'; make the task binary (data.positive_classes) or use model_completion"
+        )
+
+
+def _known_positives(labels: torch.Tensor, count: int, generator: torch.Generator) -> KnownLabels:
+    positives = torch.nonzero(labels == 1).flatten()
+    if len(positives) == 0:  # multiclass direct inference needs no reference
+        return KnownLabels(torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64))
+    chosen = positives[torch.randperm(len(positives), generator=generator)[:count]].sort().values
+    return KnownLabels(chosen, labels[chosen].clone())
+
+
+def _stratified(
+    labels: torch.Tensor, count: int, classes: int, generator: torch.Generator
+) -> KnownLabels:
+    """``count`` labelled samples spread over the classes (round robin over shuffled classes)."""
+    pools = [
+        torch.nonzero(labels == c).flatten()[
+            torch.randperm(int((labels == c).sum()), generator=generator)
+        ]
+        for c in range(classes)
+    ]
+    chosen: list[int] = []
+    taken = [0] * classes
+    while len(chosen) < min(count, len(labels)):
+        for c in range(classes):
+            if len(chosen) < count and taken[c] < len(pools[c]):
+                chosen.append(int(pools[c][taken[c]]))
+                taken[c] += 1
+    ids = torch.tensor(sorted(chosen), dtype=torch.int64)
+    return KnownLabels(ids, labels[ids].clone())
