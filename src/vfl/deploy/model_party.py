@@ -26,6 +26,7 @@ import torch
 
 from vfl.deploy.alignment import Alignment
 from vfl.deploy.config import PartyConfig, check_address
+from vfl.deploy.dispatch import answer
 from vfl.deploy.messages import LookupReply, LookupRequest, ModelSetupRequest, SetupReply
 from vfl.deploy.party import audited
 from vfl.deploy.psi_party import PsiResponder
@@ -41,7 +42,7 @@ from vfl.run.models import embedding_width
 from vfl.run.stages import use_threads
 from vfl.transport.base import PartyEndpoint
 from vfl.transport.grpc_party import FrameHandler, PartyLink
-from vfl.wire import SPLIT_TEST, Ack, Message, Shutdown
+from vfl.wire import SPLIT_TEST, Message
 
 log = logging.getLogger(__name__)
 
@@ -79,17 +80,7 @@ class ModelRuntime:
 
     def handle(self, message: Message) -> Message:
         """Answer one request."""
-        handler = self._handlers.get(type(message))
-        if handler is not None:
-            return handler(message)
-        if self.party is None:
-            if isinstance(message, Shutdown):
-                return Ack(round=message.round)
-            raise ProtocolError(
-                f"party {self.party_id} has not been set up; it cannot handle"
-                f" {type(message).__name__}"
-            )
-        return self.party.handle(message)
+        return answer(message, self._handlers, self.party, self.party_id)
 
     def _whole_table(self) -> tuple[Any, torch.Tensor]:
         ids, _ = self.rows.all_rows()

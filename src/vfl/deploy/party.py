@@ -26,6 +26,7 @@ from vfl.config.io import from_mapping
 from vfl.data.encoding import TableEncoder
 from vfl.deploy.config import PartyConfig, check_address
 from vfl.deploy.data import HolderSplit, fit_features, load_party_tables
+from vfl.deploy.dispatch import answer
 from vfl.deploy.messages import (
     CheckpointRequest,
     ControlAck,
@@ -48,7 +49,7 @@ from vfl.seeding import derive_seed
 from vfl.transport.base import PartyEndpoint
 from vfl.transport.grpc_party import FrameHandler, PartyLink
 from vfl.transport.link import is_control
-from vfl.wire import Ack, Message, Shutdown, decode
+from vfl.wire import Message, decode
 from vfl.wire.frames import peek_kind
 
 log = logging.getLogger(__name__)
@@ -95,17 +96,7 @@ class PartyRuntime:
 
     def handle(self, message: Message) -> Message:
         """Answer one request."""
-        handler = self._handlers.get(type(message))
-        if handler is not None:
-            return handler(message)
-        if self.party is None:
-            if isinstance(message, Shutdown):
-                return Ack(round=message.round)
-            raise ProtocolError(
-                f"party {self.party_id} has not been set up; it cannot handle"
-                f" {type(message).__name__}"
-            )
-        return self.party.handle(message)
+        return answer(message, self._handlers, self.party, self.party_id)
 
     def _on_own_device(self, config: RunConfig) -> RunConfig:
         """The run's config with this party's ``device`` (the shared config stays as sent)."""
