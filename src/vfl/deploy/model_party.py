@@ -25,13 +25,12 @@ from typing import Any
 import torch
 
 from vfl.deploy.alignment import Alignment
-from vfl.deploy.config import PartyConfig, check_address
+from vfl.deploy.config import PartyConfig
 from vfl.deploy.dispatch import answer
 from vfl.deploy.messages import LookupReply, LookupRequest, ModelSetupRequest, SetupReply
-from vfl.deploy.party import audited
+from vfl.deploy.party import party_link, prepare_party
 from vfl.deploy.psi_party import PsiResponder
 from vfl.deploy.rows import Looked, TableRows, party_encoder
-from vfl.deploy.tls import party_tls, read_token
 from vfl.errors import ConfigError, DataError, ProtocolError, WireError
 from vfl.models.device import resolve_device
 from vfl.results.metrics import Task
@@ -39,9 +38,6 @@ from vfl.roles.party import Party
 from vfl.run import bundles
 from vfl.run.compose import Blueprint, build_party
 from vfl.run.models import embedding_width
-from vfl.run.stages import use_threads
-from vfl.transport.base import PartyEndpoint
-from vfl.transport.grpc_party import FrameHandler, PartyLink
 from vfl.wire import SPLIT_TEST, Message
 
 log = logging.getLogger(__name__)
@@ -181,11 +177,7 @@ def run_model_party(
         ConfigError, DataError: on bad configuration, credentials, bundle or table.
         ProtocolError: if the server refuses the party or stays unreachable.
     """
-    if server:
-        check_address(server, "--server")
-    tls = party_tls(config.tls)
-    token = read_token(config.token_file) if config.token_file else ""
-    use_threads(config.threads)
+    tls, token = prepare_party(config, server)
     bundle = load_bundle(config, model)
     table = data or (config.data.serve if serve else config.data.predict)
     if not table:
@@ -201,18 +193,8 @@ def run_model_party(
         sqlite_table=config.data.sqlite_table,
     )
     runtime = ModelRuntime(bundle, rows, batch=not serve, device=config.device)
-    handler: FrameHandler = PartyEndpoint(config.party_id, runtime.handle).handle_frame
-    if config.audit_log:
-        handler = audited(handler, Path(config.audit_log))
-    link = PartyLink(
-        config.party_id,
-        handler,
-        address=server or config.server,
-        tls=tls,
-        token=token,
-        give_up_s=config.give_up_s,
-        keepalive_s=config.keepalive_s,
-        model=bundle.fingerprint,
+    link = party_link(
+        config, runtime.handle, tls=tls, token=token, server=server, model=bundle.fingerprint
     )
     link.serve()
     log.info("party %d: the server is done with it", config.party_id)

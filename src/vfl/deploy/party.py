@@ -49,6 +49,7 @@ from vfl.seeding import derive_seed
 from vfl.transport.base import PartyEndpoint
 from vfl.transport.grpc_party import FrameHandler, PartyLink
 from vfl.transport.link import is_control
+from vfl.transport.security import PartyTls
 from vfl.wire import Message, decode
 from vfl.wire.frames import peek_kind
 
@@ -165,6 +166,50 @@ class PartyRuntime:
         return ControlAck(round=request.round)
 
 
+def prepare_party(config: PartyConfig, server: str) -> tuple[PartyTls, str]:
+    """What a party process checks before it reads any data; its TLS material and token.
+
+    Checks ``--server`` and the party's ``device``, reads its TLS files and token, and sets
+    torch's threads.
+
+    Raises:
+        ConfigError: naming the bad address, device or file.
+    """
+    if server:
+        check_address(server, "--server")
+    if config.device:  # refuse a missing accelerator before any file is read
+        resolve_device(config.device, key="PARTY.toml device")
+    tls = party_tls(config.tls)
+    token = read_token(config.token_file) if config.token_file else ""
+    use_threads(config.threads)
+    return tls, token
+
+
+def party_link(
+    config: PartyConfig,
+    answer: Callable[[Message], Message],
+    *,
+    tls: PartyTls,
+    token: str,
+    server: str = "",
+    model: str = "",
+) -> PartyLink:
+    """The party's stream to the server, answering with ``answer`` (audited if configured)."""
+    handler: FrameHandler = PartyEndpoint(config.party_id, answer).handle_frame
+    if config.audit_log:
+        handler = audited(handler, Path(config.audit_log))
+    return PartyLink(
+        config.party_id,
+        handler,
+        address=server or config.server,
+        tls=tls,
+        token=token,
+        give_up_s=config.give_up_s,
+        keepalive_s=config.keepalive_s,
+        model=model,
+    )
+
+
 def audited(handler: FrameHandler, path: Path) -> FrameHandler:
     """Wrap a frame handler so that every received frame is logged to a JSONL file.
 
@@ -204,13 +249,7 @@ def run_party(config: PartyConfig, *, resume: bool = False, server: str = "") ->
         ConfigError, DataError: on bad configuration, credentials or data.
         ProtocolError: if the server refuses the party or stays unreachable.
     """
-    if server:
-        check_address(server, "--server")
-    if config.device:  # refuse a missing accelerator before any file is read
-        resolve_device(config.device, key="PARTY.toml device")
-    tls = party_tls(config.tls)
-    token = read_token(config.token_file) if config.token_file else ""
-    use_threads(config.threads)
+    tls, token = prepare_party(config, server)
     tables = load_party_tables(config.data)
     state = PartyState(Path(config.state_dir), resume=resume)
     runtime = PartyRuntime(
@@ -220,18 +259,7 @@ def run_party(config: PartyConfig, *, resume: bool = False, server: str = "") ->
         categorical=config.data.categorical,
         device=config.device,
     )
-    handler: FrameHandler = PartyEndpoint(config.party_id, runtime.handle).handle_frame
-    if config.audit_log:
-        handler = audited(handler, Path(config.audit_log))
-    link = PartyLink(
-        config.party_id,
-        handler,
-        address=server or config.server,
-        tls=tls,
-        token=token,
-        give_up_s=config.give_up_s,
-        keepalive_s=config.keepalive_s,
-    )
+    link = party_link(config, runtime.handle, tls=tls, token=token, server=server)
     try:
         link.serve()
     finally:

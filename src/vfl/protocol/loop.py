@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
@@ -94,7 +95,7 @@ class LoopOptions:
     delta: float = 1e-5
 
 
-class ServerLoop:
+class ServerLoop(ABC):
     """Base of the server-side loops: subclasses implement ``exchange``.
 
     Each concrete loop has a registry ``name`` (``vfl.protocol.registry``).
@@ -132,7 +133,7 @@ class ServerLoop:
         """The transport's communication ledger."""
         return self.transport.ledger
 
-    def setup(self) -> None:
+    def setup(self) -> None:  # noqa: B027 - an optional hook, not an abstract step
         """Nothing to set up by default."""
 
     def privacy_spent(self) -> dict[str, float] | None:
@@ -158,9 +159,9 @@ class ServerLoop:
         self.rounds += 1
         return loss
 
+    @abstractmethod
     def exchange(self, ids: torch.Tensor) -> float:
         """The protocol's messages and steps for round ``self.rounds`` on batch ``ids``."""
-        raise NotImplementedError
 
     def train_epoch(
         self, epoch: int, *, on_round: RoundCallback | None = None, start: int = 0
