@@ -15,12 +15,16 @@ import argparse
 import json
 import re
 import statistics
-import sys
+from functools import partial
 from pathlib import Path
+
+from vfl.experiments.doc_blocks import Draw, rewrite_or_check
+from vfl.experiments.report import draw_sweep
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 DOC = HERE.parents[1] / "docs/reproductions/pbm.md"
+COMMAND = ".venv/bin/python experiments/pbm/table.py --doc"
 SWEEPS = (
     "pbm-fashion-mnist-quadrants",
     "pbm-mnist-quadrants",
@@ -69,16 +73,26 @@ def table(sweep: Path) -> str:
     return "\n".join(lines)
 
 
-def with_tables(doc: str, results: Path = RESULTS) -> str:
-    """``doc`` with every ``<!-- pbm-table:NAME -->`` block replaced by NAME's table."""
-    for name in SWEEPS:
-        start, end = f"<!-- pbm-table:{name}:start -->\n", f"<!-- pbm-table:{name}:end -->"
-        if start not in doc or end not in doc:
-            raise SystemExit(f"{DOC}: no {start.strip()} ... {end} block for sweep {name}")
-        head, rest = doc.split(start, 1)
-        _, tail = rest.split(end, 1)
-        doc = f"{head}{start}{table(results / name)}\n{end}{tail}"
-    return doc
+def blocks(results: Path = RESULTS) -> dict[str, str]:
+    """Every generated block of the doc: one table per sweep, named after the sweep."""
+    return {name: table(results / name) for name in SWEEPS}
+
+
+IMG = DOC.parent / "img"
+FIGURE_SWEEPS = {
+    "pbm-fashion-accuracy-vs-epoch.png": "pbm-fashion-mnist-quadrants",
+    "pbm-mnist-accuracy-vs-epoch.png": "pbm-mnist-quadrants",
+    "pbm-fashion-strips7-accuracy-vs-epoch.png": "pbm-fashion-mnist-strips7",
+    "pbm-mnist-strips7-accuracy-vs-epoch.png": "pbm-mnist-strips7",
+}
+
+
+def figures(results: Path = RESULTS) -> dict[Path, Draw]:
+    """Each figure of the doc and how ``vfl plot`` draws it from its sweep's results."""
+    return {
+        IMG / name: partial(draw_sweep, results / sweep, x="epoch")
+        for name, sweep in FIGURE_SWEEPS.items()
+    }
 
 
 def main() -> None:
@@ -93,14 +107,7 @@ def main() -> None:
             parser.error("name a sweep folder, or give --doc")
         print(table(args.sweep))
         return
-    current = DOC.read_text()
-    fresh = with_tables(current)
-    if args.check:
-        if fresh != current:
-            sys.exit(f"{DOC} is stale: run .venv/bin/python experiments/pbm/table.py --doc")
-        print(f"{DOC}: every table equals what the committed results give")
-        return
-    DOC.write_text(fresh)
+    print(rewrite_or_check(DOC, blocks(), check=args.check, command=COMMAND, figures=figures()))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from vfl.experiments.aggregate import (
     setting_row,
 )
 from vfl.experiments.files import MANIFEST, METRICS, read_manifest, read_metrics
-from vfl.experiments.plots import plot_curves
+from vfl.experiments.plots import XAxis, plot_curves
 from vfl.experiments.tables import markdown_table, setting_records, write_csv
 from vfl.results.summary import Target
 
@@ -76,6 +76,48 @@ def write_sweep_report(
     log = manifest.log_x if log_x is None else log_x
     title = f"{manifest.name}: mean ± 1 std over seeds"
     return written + plot_both(curves, folder, metric=metric, title=title, log_x=log)
+
+
+def draw_sweep(
+    folder: Path,
+    path: Path,
+    *,
+    x: XAxis,
+    metric: str | None = None,
+    log_x: bool | None = None,
+    settings: Sequence[str] | None = None,
+    title: str | None = None,
+) -> Path:
+    """One figure of a sweep folder (its mean ± std curves against ``x``) written to ``path``.
+
+    With the defaults it is the figure ``vfl plot`` draws into the folder; a reproduction's
+    document draws its figures this way from committed results.
+
+    Args:
+        folder: The sweep folder (holds ``sweep.json``).
+        path: The PNG file to write.
+        x: ``epoch``, ``round``, ``megabytes`` or ``gflops``.
+        metric: The metric (default: the sweep's report metric).
+        log_x: Logarithmic x axis (default: the sweep's ``[report] log_x``).
+        settings: The setting labels to draw, in this order (default: every setting).
+        title: The title (default: the one ``vfl plot`` gives).
+
+    Raises:
+        ConfigError: ``settings`` names a label the sweep does not have.
+    """
+    manifest = read_manifest(folder)
+    metric = metric or manifest.metric
+    grouped = load_runs(folder, manifest)
+    labels = list(grouped) if settings is None else list(settings)
+    unknown = [label for label in labels if label not in grouped]
+    if unknown:
+        raise ConfigError(f"{folder}: no setting {unknown[0]!r}; settings: {list(grouped)}")
+    curves = [mean_curve(label, grouped[label], metric) for label in labels if grouped[label]]
+    log = manifest.log_x if log_x is None else log_x
+    heading = title or f"{manifest.name}: mean ± 1 std over seeds"
+    return plot_curves(
+        curves, path, x=x, metric=metric, title=heading, log_x=log and x == "megabytes"
+    )
 
 
 def write_run_plots(

@@ -21,13 +21,18 @@ DASH = "–"
 def markdown_table(
     rows: Sequence[SettingRow], *, title: str, metric: str, target: Target | None
 ) -> str:
-    """``table.md``: one row per setting, mean ± population std over its seeds."""
+    """``table.md``: a title, the caption, and one row per setting (:func:`markdown_rows`)."""
+    lines = [f"# {title}", "", _caption(target), ""]
+    return "\n".join(lines) + "\n" + markdown_rows(rows, metric=metric, target=target) + "\n"
+
+
+def markdown_rows(rows: Sequence[SettingRow], *, metric: str, target: Target | None) -> str:
+    """The bare Markdown table: one row per setting, mean ± population std over its seeds."""
     header = ["setting", "seeds", f"best {metric}", f"max {metric} reached (epoch)"]
     if target is not None:
         goal = f"{target.metric} {'≥' if target.higher_is_better else '≤'} {target.value:g}"
         header += [f"MB to {goal}", f"rounds to {goal}", "seeds reaching it"]
-    lines = [f"# {title}", "", _caption(target), ""]
-    lines += [_markdown_line(header), _markdown_line(["---"] * len(header))]
+    lines = [_markdown_line(header), _markdown_line(["---"] * len(header))]
     for row in rows:
         cells = [_escape(row.label), str(row.num_runs), _pm(row.best, ".4f")]
         epoch = f" ({row.max_epoch})" if row.max_epoch >= 0 else ""
@@ -38,7 +43,7 @@ def markdown_table(
             cells += [_pm(megabytes, spec), _pm(row.target.rounds, ".1f")]
             cells.append(f"{row.target.reached}/{row.target.runs}")
         lines.append(_markdown_line(cells))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines)
 
 
 def setting_records(
