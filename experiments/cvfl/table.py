@@ -17,12 +17,14 @@ import json
 import re
 import statistics
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 from vfl.experiments.aggregate import MB, RunResult, load_runs, setting_row
-from vfl.experiments.doc_blocks import rewrite_or_check
+from vfl.experiments.doc_blocks import Draw, add_doc_arguments, rewrite_or_check
 from vfl.experiments.files import read_manifest
-from vfl.experiments.tables import markdown_rows
+from vfl.experiments.report import draw_sweep
+from vfl.experiments.tables import markdown_grid, markdown_rows, seeds_cell
 from vfl.results.summary import Target, first_reaching
 
 HERE = Path(__file__).resolve().parent
@@ -79,19 +81,6 @@ def standard(sweep: str) -> Callable[[Path], str]:
     return make
 
 
-def pm(values: Sequence[float], runs: int, spec: str = ".1f") -> str:
-    """``mean ± std`` when all ``runs`` gave a value, else ``– (k/n)``."""
-    if len(values) < runs or not values:
-        return f"– ({len(values)}/{runs})"
-    return f"{statistics.fmean(values):{spec}} ± {statistics.pstdev(values):{spec}}"
-
-
-def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A Markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
-
-
 def hits(group: Sequence[RunResult], metric: str, value: float) -> list[dict[str, float]]:
     """Each run's first evaluation reaching ``value`` (runs that never did are left out)."""
     target = Target(metric, value)
@@ -112,13 +101,14 @@ def fashion(sweep: str) -> Callable[[Path], str]:
         header += ["rounds to ≥ 0.75", "MB to 0.75", "seeds reaching 0.75"]
         rows = []
         for label, group in grouped(results / sweep).items():
-            row = [label, str(len(group)), pm(best(group, "test_accuracy"), len(group), ".4f")]
+            accuracy = seeds_cell(best(group, "test_accuracy"), len(group), ".4f")
+            row = [label, str(len(group)), accuracy]
             for value in (0.70, 0.75):
                 found = hits(group, "test_accuracy", value)
-                row.append(pm([h["round"] for h in found], len(group)))
-                row.append(pm([h["bytes"] / MB for h in found], len(group), ".2f"))
+                row.append(seeds_cell([h["round"] for h in found], len(group)))
+                row.append(seeds_cell([h["bytes"] / MB for h in found], len(group), ".2f"))
             rows.append([*row, f"{len(hits(group, 'test_accuracy', 0.75))}/{len(group)}"])
-        return markdown(header, rows)
+        return markdown_grid(header, rows)
 
     return make
 
@@ -148,7 +138,7 @@ def acceptance(results: Path) -> str:
         gap = 100 * (lattice.best.mean - plain.best.mean)
         row += [f"{lattice.best.mean:.4f}", f"{plain.best.mean:.4f}", f"**{gap:+.2f} pt**"]
         rows.append(row)
-    return markdown(header, rows)
+    return markdown_grid(header, rows)
 
 
 def bytes_per_round(results: Path) -> str:
@@ -180,9 +170,10 @@ def fine_eval(results: Path) -> str:
         if key != NONE and megabytes[key] and megabytes[NONE]:
             ratio = statistics.fmean(megabytes[key]) / statistics.fmean(megabytes[NONE])
             saving = f"{100 * (1 - ratio):.1f}%"
-        row = [key, str(len(group)), pm(rounds, len(group)), pm(megabytes[key], len(group), ".2f")]
+        row = [key, str(len(group)), seeds_cell(rounds, len(group))]
+        row.append(seeds_cell(megabytes[key], len(group), ".2f"))
         rows.append([*row, saving])
-    return markdown(header, rows)
+    return markdown_grid(header, rows)
 
 
 def table_d1(results: Path) -> str:
@@ -196,9 +187,9 @@ def table_d1(results: Path) -> str:
         for column in columns:
             group = runs[f"{compressor}, {column}"]
             found = hits(group, "test_f1", 0.6)
-            row.append(pm([h["bytes"] / MB for h in found], len(group), ".2f") + " MB")
+            row.append(seeds_cell([h["bytes"] / MB for h in found], len(group), ".2f") + " MB")
         rows.append(row)
-    return markdown(header, rows)
+    return markdown_grid(header, rows)
 
 
 def latency_time(results: Path) -> str:
@@ -218,15 +209,15 @@ def latency_time(results: Path) -> str:
                 times.setdefault(latency, {}).setdefault(label, []).append(value)
     header = ["t_c (ms)"] + [label.replace("local_steps=", "Q = ") for label in labels]
     rows = [
-        [latency] + [pm(times[latency].get(label, []), len(runs[label]), ".2f") for label in labels]
+        [latency, *(seeds_cell(times[latency].get(x, []), len(runs[x]), ".2f") for x in labels)]
         for latency in times
     ]
     rounds = [
-        f"{pm([h['round'] for h in hits(runs[label], 'test_f1', 0.6)], len(runs[label]))}"
+        f"{seeds_cell([h['round'] for h in hits(runs[label], 'test_f1', 0.6)], len(runs[label]))}"
         f" ({label.replace('local_steps=', 'Q = ')})"
         for label in labels
     ]
-    return markdown(header, rows) + "\n\nRounds to the target: " + ", ".join(rounds) + "."
+    return markdown_grid(header, rows) + "\n\nRounds to the target: " + ", ".join(rounds) + "."
 
 
 BLOCKS: dict[str, Callable[[Path], str]] = {
@@ -243,6 +234,18 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
 }
 
 
+IMG = DOC.parent / "img"
+
+
+def figures(results: Path = RESULTS) -> dict[Path, Draw]:
+    """Each figure of the doc and how ``vfl plot`` draws it from its sweep's results."""
+    return {
+        IMG / "cvfl-mnist-accuracy-vs-mb.png": partial(draw_sweep, results / MNIST, x="megabytes"),
+        IMG / "cvfl-mnist-accuracy-vs-epoch.png": partial(draw_sweep, results / MNIST, x="epoch"),
+        IMG / "cvfl-adult-f1-vs-mb.png": partial(draw_sweep, results / ADULT, x="megabytes"),
+    }
+
+
 def blocks(results: Path = RESULTS) -> dict[str, str]:
     """Every generated block of the doc, from the results under ``results``."""
     return {name: make(results) for name, make in BLOCKS.items()}
@@ -251,8 +254,7 @@ def blocks(results: Path = RESULTS) -> dict[str, str]:
 def main() -> None:
     """Rewrite (or check) the doc's tables, or print one block."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--doc", action="store_true", help=f"the tables of {DOC.name}")
-    parser.add_argument("--check", action="store_true", help="with --doc: change nothing")
+    add_doc_arguments(parser, DOC)
     parser.add_argument("--block", choices=sorted(BLOCKS), help="print this block only")
     args = parser.parse_args()
     if args.block:
@@ -260,7 +262,7 @@ def main() -> None:
         return
     if not args.doc:
         parser.error("give --doc (with --check to only check) or --block NAME")
-    print(rewrite_or_check(DOC, blocks(), check=args.check, command=COMMAND))
+    print(rewrite_or_check(DOC, blocks(), check=args.check, command=COMMAND, figures=figures()))
 
 
 if __name__ == "__main__":

@@ -27,8 +27,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from vfl.experiments.doc_blocks import Draw, rewrite_or_check
+from vfl.experiments.doc_blocks import Draw, add_doc_arguments, rewrite_or_check
 from vfl.experiments.report import draw_sweep
+from vfl.experiments.tables import markdown_grid, seeds_cell
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -99,19 +100,6 @@ def load(sweep: Path) -> list[Setting]:
     return settings
 
 
-def pm(values: Sequence[float], runs: int, digits: int = 1) -> str:
-    """``mean ± std`` when all ``runs`` gave a value, else ``– (k/n)``."""
-    if len(values) < runs or not values:
-        return f"– ({len(values)}/{runs})"
-    return f"{statistics.fmean(values):.{digits}f} ± {statistics.pstdev(values):.{digits}f}"
-
-
-def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A Markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
-
-
 def targets_table(sweep: Path, targets: Sequence[float]) -> str:
     """Rounds and seconds to each target, and the best AUC, per setting of any sweep."""
     header = ["setting", "runs"]
@@ -121,10 +109,10 @@ def targets_table(sweep: Path, targets: Sequence[float]) -> str:
     for setting in load(sweep):
         row = [setting.label, str(len(setting.runs))]
         for target in targets:
-            row.append(pm(*setting.reaching(target, "round")))
-            row.append(pm(*setting.reaching(target, "wall_time")))
+            row.append(seeds_cell(*setting.reaching(target, "round")))
+            row.append(seeds_cell(*setting.reaching(target, "wall_time")))
         rows.append(row)
-    return markdown(header, rows)
+    return markdown_grid(header, rows)
 
 
 def _mnist_groups(settings: Sequence[Setting]) -> dict[tuple[str, int], list[Setting]]:
@@ -163,13 +151,14 @@ def mnist_tuned(results: Path) -> str:
     for (schedule, steps), group in _mnist_groups(load(results / MNIST)).items():
         best = tuned(group)
         row = [_algorithm(schedule, steps), str(steps), f"{_eta(best):g}"]
-        row += [pm(*best.reaching(target, "round")) for target in (0.98, 0.99, MNIST_TARGET)]
+        targets = (0.98, 0.99, MNIST_TARGET)
+        row += [seeds_cell(*best.reaching(target, "round")) for target in targets]
         row += [
-            pm(*best.reaching(MNIST_TARGET, "wall_time")),
+            seeds_cell(*best.reaching(MNIST_TARGET, "wall_time")),
             str(PAPER_MNIST_ROUNDS[schedule, steps]),
         ]
         rows.append(row)
-    return markdown(header, rows)
+    return markdown_grid(header, rows)
 
 
 def mnist_grid(results: Path) -> str:
@@ -179,9 +168,9 @@ def mnist_grid(results: Path) -> str:
     header = ["algorithm", "Q"] + [f"η0 = {eta:g}" for eta in etas]
     rows = []
     for (schedule, steps), group in groups.items():
-        cells = [pm(*s.reaching(MNIST_TARGET, "round")) for s in group]
+        cells = [seeds_cell(*s.reaching(MNIST_TARGET, "round")) for s in group]
         rows.append([_algorithm(schedule, steps), str(steps), *cells])
-    return markdown(header, rows)
+    return markdown_grid(header, rows)
 
 
 def mnist_reduction(results: Path) -> str:
@@ -195,8 +184,9 @@ def mnist_reduction(results: Path) -> str:
         where = "each at its tuned η0" if name == "tuned" else f"both at η0 = {SHARED_ETA:g}"
         text = (
             f"**{name.capitalize()} step size** ({where}): FedBCD-p with Q = 5 (η0 ="
-            f" {_eta(q5):g}) reaches AUC {MNIST_TARGET:g} in {pm(q5_rounds, q5_runs)} rounds,"
-            f" FedSGD (η0 = {_eta(sgd):g}) in {pm(sgd_rounds, sgd_runs)}"
+            f" {_eta(q5):g}) reaches AUC {MNIST_TARGET:g} in"
+            f" {seeds_cell(q5_rounds, q5_runs)} rounds,"
+            f" FedSGD (η0 = {_eta(sgd):g}) in {seeds_cell(sgd_rounds, sgd_runs)}"
         )
         if len(sgd_rounds) == sgd_runs and len(q5_rounds) == q5_runs and sgd_rounds:
             share = statistics.fmean(q5_rounds) / statistics.fmean(sgd_rounds)
@@ -221,11 +211,11 @@ def adult_table2(results: Path) -> str:
         row = ["1 (FedSGD)" if steps == 1 else str(steps)]
         for target in (0.85, 0.88, 0.90):
             row += [
-                pm(*setting.reaching(target, "round")),
-                pm(*setting.reaching(target, "wall_time")),
+                seeds_cell(*setting.reaching(target, "round")),
+                seeds_cell(*setting.reaching(target, "wall_time")),
             ]
         rows.append([*row, _best(setting)])
-    return markdown(header, rows)
+    return markdown_grid(header, rows)
 
 
 def adult_logistic(results: Path) -> str:
@@ -235,9 +225,9 @@ def adult_logistic(results: Path) -> str:
     for setting in load(results / LOGISTIC):
         keys = ("partition.num_parties", "protocol.schedule", "protocol.local_steps")
         row = [str(setting.overrides[key]) for key in keys]
-        row += [pm(*setting.reaching(target, "round")) for target in (0.85, 0.88)]
+        row += [seeds_cell(*setting.reaching(target, "round")) for target in (0.85, 0.88)]
         rows.append([*row, _best(setting)])
-    return markdown(header, rows)
+    return markdown_grid(header, rows)
 
 
 def adult_large_q(results: Path) -> str:
@@ -251,14 +241,14 @@ def adult_large_q(results: Path) -> str:
         row = [str(over["protocol.local_steps"]), f"{over['protocol.proximal_mu']:g}"]
         row += [f"{over.get('train.optimizer.lr', 0.1):g}", f"{finished} of {len(setting.runs)}"]
         row.append(_best(setting))
-        row += [pm(*setting.reaching(target, "round")) for target in (0.85, 0.88, 0.90)]
+        row += [seeds_cell(*setting.reaching(target, "round")) for target in (0.85, 0.88, 0.90)]
         rows.append(row)
-    return markdown(header, rows)
+    return markdown_grid(header, rows)
 
 
 def _best(setting: Setting) -> str:
     values = [b for b in (run.best() for run in setting.runs) if b is not None]
-    return pm(values, len(setting.runs), digits=4)
+    return seeds_cell(values, len(setting.runs), ".4f")
 
 
 BLOCKS: dict[str, Callable[[Path], str]] = {
@@ -293,8 +283,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweep", type=Path, nargs="?", help="sweep folder (holds sweep.json)")
     parser.add_argument("--targets", type=float, nargs="+", default=[0.85, 0.88, 0.9])
-    parser.add_argument("--doc", action="store_true", help=f"the tables of {DOC.name}")
-    parser.add_argument("--check", action="store_true", help="with --doc: change nothing")
+    add_doc_arguments(parser, DOC)
     args = parser.parse_args()
     if not args.doc:
         if args.sweep is None:

@@ -18,7 +18,7 @@ import statistics
 from functools import partial
 from pathlib import Path
 
-from vfl.experiments.doc_blocks import Draw, rewrite_or_check
+from vfl.experiments.doc_blocks import Draw, add_doc_arguments, rewrite_or_check
 from vfl.experiments.report import draw_sweep
 
 HERE = Path(__file__).resolve().parent
@@ -99,8 +99,7 @@ def main() -> None:
     """Print one sweep's table, or rewrite (or check) the doc's tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweep", type=Path, nargs="?", help="sweep folder (holds sweep.json)")
-    parser.add_argument("--doc", action="store_true", help=f"the four tables of {DOC.name}")
-    parser.add_argument("--check", action="store_true", help="with --doc: change nothing")
+    add_doc_arguments(parser, DOC)
     args = parser.parse_args()
     if not args.doc:
         if args.sweep is None:

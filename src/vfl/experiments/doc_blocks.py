@@ -10,11 +10,18 @@ is redrawn from the results, or compared byte for byte with a fresh drawing.
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from vfl.errors import ConfigError
+
+
+def add_doc_arguments(parser: argparse.ArgumentParser, doc: Path) -> None:
+    """``--doc`` (rewrite ``doc``'s generated tables and figures) and ``--check`` (only compare)."""
+    parser.add_argument("--doc", action="store_true", help=f"the tables and figures of {doc.name}")
+    parser.add_argument("--check", action="store_true", help="with --doc: change nothing")
 
 
 def markers(name: str) -> tuple[str, str]:

@@ -65,6 +65,25 @@ def setting_records(
     return records
 
 
+def markdown_grid(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A bare Markdown table of ``header`` and ``rows`` (cells already formatted)."""
+    lines = [_markdown_line(header), "|" + "---|" * len(header)]
+    return "\n".join(lines + [_markdown_line(row) for row in rows])
+
+
+def seeds_cell(values: Sequence[float], runs: int, spec: str = ".1f") -> str:
+    """``mean ± std`` (population) when every one of ``runs`` gave a value, else ``– (k/n)``.
+
+    >>> seeds_cell([1.0, 3.0], 2), seeds_cell([1.0], 3)
+    ('2.0 ± 1.0', '– (1/3)')
+    """
+    if len(values) < runs or not values:
+        return f"{DASH} ({len(values)}/{runs})"
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    return f"{mean:{spec}} ± {std:{spec}}"
+
+
 def write_csv(path: Path, records: Sequence[Mapping[str, Any]]) -> Path:
     """Write ``records`` as CSV; the header is the union of their keys in first-seen order."""
     fields = list(dict.fromkeys(key for record in records for key in record))
