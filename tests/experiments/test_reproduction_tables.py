@@ -91,7 +91,7 @@ def test_every_run_of_every_table_is_committed(paper: str) -> None:
 
 
 @pytest.mark.parametrize("paper", SCRIPTS)
-def test_a_missing_run_makes_the_doc_and_its_figures_stale(paper: str, tmp_path: Path) -> None:
+def test_a_missing_run_makes_the_doc_stale(paper: str, tmp_path: Path) -> None:
     # Prepare: the negative control: the first run of every sweep left out of a compact copy
     script = _script(paper)
     doc = script.DOC.read_text(encoding="utf-8")
@@ -101,8 +101,25 @@ def test_a_missing_run_makes_the_doc_and_its_figures_stale(paper: str, tmp_path:
 
     # Execute
     regenerated = replace_blocks(doc, script.blocks(copy), source=str(script.DOC))
-    stale = stale_figures(script.figures(copy))
 
     # Assert
     assert regenerated != doc
+
+
+@pytest.mark.parametrize("paper", SCRIPTS)
+def test_a_shortened_curve_makes_every_figure_stale(paper: str, tmp_path: Path) -> None:
+    # Prepare: the negative control: every run's last evaluation dropped from a compact copy
+    script = _script(paper)
+    copy = _compact_copy(script, tmp_path)
+    for sweep in script.SWEEPS:
+        for run in _runs(copy, sweep):
+            metrics = run / "metrics.jsonl"
+            if metrics.is_file():
+                lines = metrics.read_text().splitlines(keepends=True)
+                metrics.write_text("".join(lines[:-1]))
+
+    # Execute
+    stale = stale_figures(script.figures(copy))
+
+    # Assert
     assert sorted(stale) == sorted(script.figures(script.RESULTS))
