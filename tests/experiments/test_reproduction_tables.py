@@ -8,11 +8,13 @@ import importlib.util
 import json
 import shutil
 import sys
+from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from vfl.errors import ConfigError
 from vfl.experiments.doc_blocks import replace_blocks, stale_figures
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,3 +125,54 @@ def test_a_shortened_curve_makes_every_figure_stale(paper: str, tmp_path: Path) 
 
     # Assert
     assert sorted(stale) == sorted(script.figures(script.RESULTS))
+
+
+def _claims_script() -> ModuleType:
+    path = ROOT / "experiments/claims.py"
+    spec = importlib.util.spec_from_file_location("claims", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_index_counts_every_ledger() -> None:
+    # Prepare
+    claims = _claims_script()
+    index = claims.INDEX.read_text(encoding="utf-8")
+
+    # Execute
+    regenerated = replace_blocks(index, {"claims": claims.index_table()}, source="README.md")
+
+    # Assert
+    assert regenerated == index, f"stale claims table: run {claims.COMMAND}"
+
+
+@pytest.mark.parametrize("file", ["cvfl.md", "fedbcd.md", "lvfl.md", "pbm.md"])
+def test_each_ledger_s_count_line_agrees_with_its_rows(file: str) -> None:
+    # Prepare
+    claims = _claims_script()
+    path = claims.INDEX.parent / file
+    counts = Counter(claims.ledger(path).values())
+
+    # Execute
+    expected = (
+        f"**Count: {sum(counts.values())} claims: {counts['reproduced']} reproduced,"
+        f" {counts['partly']} partly, {counts['not reproduced']} not reproduced,"
+        f" {counts['not attempted']} not attempted.**"
+    )
+
+    # Assert
+    assert expected in path.read_text(encoding="utf-8").replace("\n", " ")
+
+
+def test_a_status_outside_the_four_is_refused(tmp_path: Path) -> None:
+    # Prepare: the negative control for the counting
+    claims = _claims_script()
+    doc = tmp_path / "paper.md"
+    doc.write_text("## Claims ledger\n\n| # | claim | status |\n|---|---|---|\n| 1 | x | maybe |\n")
+
+    # Execute / Assert
+    with pytest.raises(ConfigError, match="'maybe'"):
+        claims.ledger(doc)
