@@ -12,7 +12,6 @@ reached the target.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import statistics
@@ -21,7 +20,7 @@ from functools import partial
 from pathlib import Path
 
 from vfl.experiments.aggregate import MB, RunResult, load_runs, setting_row
-from vfl.experiments.doc_blocks import Draw, add_doc_arguments, rewrite_or_check
+from vfl.experiments.doc_blocks import Draw, doc_cli
 from vfl.experiments.files import read_manifest
 from vfl.experiments.report import draw_sweep
 from vfl.experiments.tables import markdown_grid, markdown_rows, seeds_cell
@@ -38,8 +37,7 @@ CAUSE = "cvfl-fashion-mnist-cause"
 FINE = "cvfl-mnist-fine-eval"
 TABLE_D1 = "cvfl-adult-table-d1"
 TIME = "cvfl-adult-time"
-TWELVE = "cvfl-mnist-12-parties"
-SWEEPS = (MNIST, ADULT, FASHION, CAUSE, FINE, TABLE_D1, TIME, TWELVE)
+SWEEPS = (MNIST, ADULT, FASHION, CAUSE, FINE, TABLE_D1, TIME)
 LATTICE_2, NONE = "lattice, b = 2", "none, b = 32"
 _BITS = re.compile(r"^(?:name=)?(?P<name>scalar|lattice|topk|none)(?:, bits=(?P<bits>\d+))?")
 
@@ -230,7 +228,6 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "cvfl-mnist-fine-eval": fine_eval,
     "cvfl-table-d1": table_d1,
     "cvfl-time": latency_time,
-    "cvfl-mnist-12-parties": standard(TWELVE),
 }
 
 
@@ -252,17 +249,17 @@ def blocks(results: Path = RESULTS) -> dict[str, str]:
 
 
 def main() -> None:
-    """Rewrite (or check) the doc's tables, or print one block."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_doc_arguments(parser, DOC)
-    parser.add_argument("--block", choices=sorted(BLOCKS), help="print this block only")
-    args = parser.parse_args()
-    if args.block:
-        print(BLOCKS[args.block](RESULTS))
-        return
-    if not args.doc:
-        parser.error("give --doc (with --check to only check) or --block NAME")
-    print(rewrite_or_check(DOC, blocks(), check=args.check, command=COMMAND, figures=figures()))
+    """Rewrite (or check) the doc's tables and figures, or print one block."""
+    print(
+        doc_cli(
+            description=__doc__.splitlines()[0],
+            doc=DOC,
+            command=COMMAND,
+            blocks=BLOCKS,
+            results=RESULTS,
+            figures=figures(),
+        )
+    )
 
 
 if __name__ == "__main__":

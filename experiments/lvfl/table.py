@@ -10,7 +10,6 @@ against NL (no lightweighting, from the Fig. 2 sweep, the same base and seeds):
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 from collections.abc import Callable, Sequence
@@ -18,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from vfl.experiments.doc_blocks import Draw, add_doc_arguments, rewrite_or_check
+from vfl.experiments.doc_blocks import Draw, doc_cli
 from vfl.experiments.report import draw_sweep
 from vfl.experiments.tables import markdown_grid, seeds_cell
 
@@ -211,16 +210,16 @@ def figures(results: Path = RESULTS) -> dict[Path, Draw]:
 
 def main() -> None:
     """Rewrite (or check) the doc's tables and figures, or print one block."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_doc_arguments(parser, DOC)
-    parser.add_argument("--block", choices=sorted(BLOCKS), help="print this block only")
-    args = parser.parse_args()
-    if args.block:
-        print(BLOCKS[args.block](RESULTS))
-        return
-    if not args.doc:
-        parser.error("give --doc (with --check to only check) or --block NAME")
-    print(rewrite_or_check(DOC, blocks(), check=args.check, command=COMMAND, figures=figures()))
+    print(
+        doc_cli(
+            description=__doc__.splitlines()[0],
+            doc=DOC,
+            command=COMMAND,
+            blocks=BLOCKS,
+            results=RESULTS,
+            figures=figures(),
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from vfl.errors import ConfigError
-from vfl.experiments.doc_blocks import markers, replace_blocks, rewrite_or_check, stale_figures
+from vfl.experiments.doc_blocks import (
+    doc_cli,
+    markers,
+    replace_blocks,
+    rewrite_or_check,
+    stale_figures,
+)
 
 DOC = """# Title
 
@@ -103,3 +109,27 @@ def test_a_figure_that_differs_from_its_drawing_is_stale(tmp_path: Path) -> None
     # Assert
     assert stale == [figure, tmp_path / "absent.png"]
     assert markers("alpha") == ("<!-- table:alpha:start -->\n", "<!-- table:alpha:end -->")
+
+
+def test_the_command_line_prints_one_block_or_rewrites_the_doc(tmp_path: Path) -> None:
+    # Prepare
+    doc = tmp_path / "doc.md"
+    doc.write_text(DOC)
+    options = {
+        "description": "tables",
+        "doc": doc,
+        "command": "make-tables",
+        "blocks": {"alpha": lambda results: f"| {results.name} |", "beta": lambda _: "b"},
+        "results": tmp_path / "results",
+        "figures": {},
+    }
+
+    # Execute
+    printed = doc_cli(**options, argv=["--block", "alpha"])  # type: ignore[arg-type]
+    doc_cli(**options, argv=["--doc"])  # type: ignore[arg-type]
+
+    # Assert
+    assert printed == "| results |"
+    assert "<!-- table:alpha:start -->\n| results |\n" in doc.read_text()
+    with pytest.raises(SystemExit):
+        doc_cli(**options, argv=[])  # type: ignore[arg-type]

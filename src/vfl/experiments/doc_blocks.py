@@ -101,3 +101,34 @@ def rewrite_or_check(
     for path, draw in figures.items():
         draw(path)
     return f"{doc}: {len(blocks)} tables and {len(figures)} figures written from the results"
+
+
+Make = Callable[[Path], str]
+"""Computes one block's text from a results folder."""
+
+
+def doc_cli(
+    *,
+    description: str,
+    doc: Path,
+    command: str,
+    blocks: Mapping[str, Make],
+    results: Path,
+    figures: Mapping[Path, Draw],
+    argv: list[str] | None = None,
+) -> str:
+    """A reproduction script's command line: ``--doc [--check]`` or ``--block NAME``.
+
+    Returns:
+        The message or block text to print.
+    """
+    parser = argparse.ArgumentParser(description=description)
+    add_doc_arguments(parser, doc)
+    parser.add_argument("--block", choices=sorted(blocks), help="print this block only")
+    args = parser.parse_args(argv)
+    if args.block:
+        return blocks[args.block](results)
+    if not args.doc:
+        parser.error("give --doc (with --check to only check) or --block NAME")
+    texts = {name: make(results) for name, make in blocks.items()}
+    return rewrite_or_check(doc, texts, check=args.check, command=command, figures=figures)
