@@ -37,7 +37,8 @@ CAUSE = "cvfl-fashion-mnist-cause"
 FINE = "cvfl-mnist-fine-eval"
 TABLE_D1 = "cvfl-adult-table-d1"
 TIME = "cvfl-adult-time"
-SWEEPS = (MNIST, ADULT, FASHION, CAUSE, FINE, TABLE_D1, TIME)
+TWELVE = "cvfl-mnist-12-parties"
+SWEEPS = (MNIST, ADULT, FASHION, CAUSE, FINE, TABLE_D1, TIME, TWELVE)
 LATTICE_2, NONE = "lattice, b = 2", "none, b = 32"
 _BITS = re.compile(r"^(?:name=)?(?P<name>scalar|lattice|topk|none)(?:, bits=(?P<bits>\d+))?")
 
@@ -228,6 +229,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "cvfl-mnist-fine-eval": fine_eval,
     "cvfl-table-d1": table_d1,
     "cvfl-time": latency_time,
+    "cvfl-mnist-12-parties": standard(TWELVE),
 }
 
 
