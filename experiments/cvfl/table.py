@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 
 from vfl.experiments.aggregate import MB, RunResult, load_runs, setting_row
-from vfl.experiments.doc_blocks import Draw, doc_cli
+from vfl.experiments.doc_blocks import Draw, doc_cli, render_blocks
 from vfl.experiments.files import read_manifest
 from vfl.experiments.report import draw_sweep
 from vfl.experiments.tables import markdown_grid, markdown_rows, seeds_cell
@@ -247,7 +247,7 @@ def figures(results: Path = RESULTS) -> dict[Path, Draw]:
 
 def blocks(results: Path = RESULTS) -> dict[str, str]:
     """Every generated block of the doc, from the results under ``results``."""
-    return {name: make(results) for name, make in BLOCKS.items()}
+    return render_blocks(BLOCKS, results)
 
 
 def main() -> None:

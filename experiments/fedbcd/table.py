@@ -28,9 +28,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from vfl.experiments.doc_blocks import Draw, add_doc_arguments, rewrite_or_check
+from vfl.experiments.doc_blocks import Draw, add_doc_arguments, render_blocks, rewrite_or_check
 from vfl.experiments.report import draw_sweep
 from vfl.experiments.tables import markdown_grid, seeds_cell
+from vfl.results.summary import Target, first_reaching
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -56,12 +57,8 @@ class Run:
     finished: bool
 
     def first_reaching(self, value: float) -> dict[str, Any] | None:
-        """The first evaluation whose test AUC is at least ``value``."""
-        for record in self.records:
-            got = record.get(METRIC)
-            if got is not None and got >= value:
-                return record
-        return None
+        """Round and wall time of the first evaluation whose test AUC is at least ``value``."""
+        return first_reaching(list(self.records), Target(METRIC, value))
 
     def best(self) -> float | None:
         """The best test AUC over the run's evaluations (None before any)."""
@@ -272,7 +269,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
 
 def blocks(results: Path = RESULTS) -> dict[str, str]:
     """Every generated block of the doc, from the results under ``results``."""
-    return {name: make(results) for name, make in BLOCKS.items()}
+    return render_blocks(BLOCKS, results)
 
 
 IMG = DOC.parent / "img"

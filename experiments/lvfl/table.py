@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from vfl.experiments.doc_blocks import Draw, doc_cli
+from vfl.experiments.doc_blocks import Draw, doc_cli, render_blocks
 from vfl.experiments.report import draw_sweep
 from vfl.experiments.tables import markdown_grid, seeds_cell
 
@@ -31,6 +31,8 @@ SWEEPS = (FIG2, FIG3A, FIG3B, CLAIMS)
 REFERENCE = "NL"
 MB = 2**20
 Runs = Sequence[tuple[dict[str, Any], list[dict[str, Any]]]]
+PER_RUN_KEYS = ("accuracy", "gflops", "compute_s", "upload_mb", "traffic_mb")
+"""The per-run figures of :func:`figures_of`."""
 
 
 def load(sweep: Path) -> dict[str, list[tuple[dict[str, Any], list[dict[str, Any]]]]]:
@@ -89,7 +91,7 @@ def change(value: float, base: float, *, points: bool = False) -> str:
 def fig2(results: Path) -> str:
     """NL, PL, ML and L: accuracy, FLOPs, compute seconds, uploaded and total MB."""
     runs = load(results / FIG2)
-    base = {key: statistics.fmean(column(runs[REFERENCE], key)) for key in figures_of_keys()}
+    base = {key: statistics.fmean(column(runs[REFERENCE], key)) for key in PER_RUN_KEYS}
     header = ["setting", "seeds", "final test accuracy (%)", "bottom-model training GFLOPs"]
     header += ["measured party compute (s)", "uploaded MB", "traffic up + down MB"]
     rows = []
@@ -106,11 +108,6 @@ def fig2(results: Path) -> str:
             row.append(cell)
         rows.append(row)
     return markdown_grid(header, rows)
-
-
-def figures_of_keys() -> tuple[str, ...]:
-    """The keys of :func:`figures_of`."""
-    return ("accuracy", "gflops", "compute_s", "upload_mb", "traffic_mb")
 
 
 def _against_nl(
@@ -194,7 +191,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
 
 def blocks(results: Path = RESULTS) -> dict[str, str]:
     """Every generated block of the doc, from the results under ``results``."""
-    return {name: make(results) for name, make in BLOCKS.items()}
+    return render_blocks(BLOCKS, results)
 
 
 def figures(results: Path = RESULTS) -> dict[Path, Draw]:

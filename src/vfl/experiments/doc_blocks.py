@@ -107,6 +107,11 @@ Make = Callable[[Path], str]
 """Computes one block's text from a results folder."""
 
 
+def render_blocks(makers: Mapping[str, Make], results: Path) -> dict[str, str]:
+    """Every block's text, computed from the results under ``results``."""
+    return {name: make(results) for name, make in makers.items()}
+
+
 def doc_cli(
     *,
     description: str,
@@ -130,5 +135,5 @@ def doc_cli(
         return blocks[args.block](results)
     if not args.doc:
         parser.error("give --doc (with --check to only check) or --block NAME")
-    texts = {name: make(results) for name, make in blocks.items()}
+    texts = render_blocks(blocks, results)
     return rewrite_or_check(doc, texts, check=args.check, command=command, figures=figures)
