@@ -130,14 +130,27 @@ class HexCodebook:
         """Index of the codeword nearest to each point ``(x[k], y[k])``.
 
         Inside the codebook's region this is the lattice's nearest point (O(1) per point); a
-        point whose nearest lattice point is not a codeword (overload) is matched by brute force
-        over the boundary codewords, the only ones whose cells reach outside.
+        point whose nearest lattice point is not a codeword (overload) goes to
+        ``resolve_overload``.
         """
         i, j = lattice_coordinates(x - self.shift[0], y - self.shift[1], self.delta)
         rows, cols = self._table.shape
         row = np.clip(j - self._origin[1], 0, rows - 1)
         col = np.clip(i - self._origin[0], 0, cols - 1)  # off the table lands on the -1 border
         index: Ints = self._table.take(row * cols + col)
+        return self.resolve_overload(index, x, y)
+
+    @property
+    def lookup(self) -> tuple[Ints, int, int]:
+        """The ``(j - j0, i - i0)`` index table (``-1`` off the codebook) and ``(i0, j0)``."""
+        return self._table, self._origin[0], self._origin[1]
+
+    def resolve_overload(self, index: Ints, x: Floats, y: Floats) -> Ints:
+        """``index`` with every ``-1`` (a point whose lattice point is no codeword) filled in.
+
+        Such a point is matched by brute force over the boundary codewords, the only ones whose
+        cells reach outside the codebook's region. ``index`` is modified in place.
+        """
         missed = np.flatnonzero(index < 0)
         for start in range(0, len(missed), _BRUTE_CHUNK):
             at = missed[start : start + _BRUTE_CHUNK]

@@ -34,6 +34,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from vfl.compress import lattice_kernels
 from vfl.compress.base import (
     Array,
     Codes,
@@ -120,14 +121,29 @@ class LatticeQuantizer(Quantizer):
         span, header = span_of(values, self.low, self.high)
         unit = _padded(span.to_unit(values.reshape(-1)))
         codebook = self.codebook
-        ux, uy = cell_dither(np.random.default_rng(seed), len(unit) // 2, codebook.delta)
-        indices = codebook.nearest(unit[0::2] + ux, unit[1::2] + uy)
+        if lattice_kernels.AVAILABLE:
+            draws = np.random.default_rng(seed).random(len(unit))  # cell_dither's draws
+            table, i0, j0 = codebook.lookup
+            shift_x, shift_y = codebook.shift
+            indices, x, y = lattice_kernels.dithered_nearest(
+                unit, draws, codebook.delta, shift_x, shift_y, table, i0, j0
+            )
+            indices = codebook.resolve_overload(indices, x, y)
+        else:
+            ux, uy = cell_dither(np.random.default_rng(seed), len(unit) // 2, codebook.delta)
+            indices = codebook.nearest(unit[0::2] + ux, unit[1::2] + uy)
         return header + pack_bits(indices.astype(np.uint64), bits=2 * self.bits)
 
     def _decode(self, payload: memoryview, shape: Shape, *, seed: int) -> Floats:
         span, body = read_span(payload, self.low, self.high)
         indices = self._indices(body, shape)
         codebook = self.codebook
+        if lattice_kernels.AVAILABLE:
+            draws = np.random.default_rng(seed).random(2 * len(indices))
+            unit = lattice_kernels.dithered_points(
+                indices, draws, codebook.x, codebook.y, codebook.delta
+            )
+            return span.from_unit(unit[: math.prod(shape)])
         ux, uy = cell_dither(np.random.default_rng(seed), len(indices), codebook.delta)
         unit = np.empty(2 * len(indices))
         unit[0::2] = codebook.x[indices] - ux
