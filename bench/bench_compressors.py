@@ -9,6 +9,10 @@ round time is measured in the same run: the median of ``--rounds`` training roun
 split-learning baseline, built by ``vfl.run.runner``). Goal: <= 5%.
 
     .venv/bin/python bench/bench_compressors.py [--rounds 100] [--repeats 50] [--set key=value ...]
+        [--only lattice] [--reference]
+
+``--only NAME`` times only that compressor's settings; ``--reference`` runs the lattice quantizer
+on its numpy reference path instead of the compiled loops (``vfl.compress.lattice_kernels``).
 
 With ``--set protocol.labels=shared --set protocol.local_steps=10`` the round is one of C-VFL
 Algorithm 1 with Q = 10 (uncompressed links, so the round time holds no compressor work).
@@ -26,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from vfl.compress import Compressor, make_compressor
+from vfl.compress import Compressor, lattice_kernels, make_compressor
 from vfl.config import load_config
 from vfl.protocol.loop import ServerLoop
 from vfl.run.compose import build_session
@@ -123,10 +127,13 @@ def time_all(
     scores: torch.Tensor,
     repeats: int,
     round_ms: float,
+    only: str | None = None,
 ) -> dict[str, dict[str, float | bool]]:
-    """Every setting's timings, with its fraction of the measured round."""
+    """Every setting's timings (of compressor ``only`` if given), with its fraction of the round."""
     results: dict[str, dict[str, float | bool]] = {}
     for label, setting in SETTINGS.items():
+        if only is not None and setting["name"] != only:
+            continue
         params = {k: v for k, v in setting.items() if k != "name"}
         compressor = make_compressor(str(setting["name"]), **params)
         timing = time_compressor(compressor, embeddings, flat, scores, repeats)
@@ -144,7 +151,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument("--only", choices=sorted({str(s["name"]) for s in SETTINGS.values()}))
+    parser.add_argument("--reference", action="store_true", help="lattice without numba loops")
     args = parser.parse_args()
+    if args.reference:
+        lattice_kernels.AVAILABLE = False
     config = load_config(args.config, args.overrides)
     simulation = build_session(config, prepare(config)[2])
     train = round_times(simulation, args.rounds)
@@ -167,8 +178,9 @@ def main() -> None:
         "rounds": len(train),
         "repeats": args.repeats,
         "goal_fraction": GOAL,
+        "lattice_path": "compiled" if lattice_kernels.AVAILABLE else "numpy reference",
     }
-    report["compressors"] = time_all(embeddings, flat, scores, args.repeats, round_ms)
+    report["compressors"] = time_all(embeddings, flat, scores, args.repeats, round_ms, args.only)
     print(json.dumps(report, indent=2))
 
 
