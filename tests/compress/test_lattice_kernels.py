@@ -35,10 +35,10 @@ def compiled_indices(
     codebook: HexCodebook, unit: np.ndarray, draws: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     table, i0, j0 = codebook.lookup
-    index, x, y = lattice_kernels.dithered_nearest(
+    _, x, y = lattice_kernels.compiled()[0](
         unit, draws, codebook.delta, codebook.shift[0], codebook.shift[1], table, i0, j0
     )
-    return codebook.resolve_overload(index, x, y), x, y
+    return lattice_kernels.nearest_codes(codebook, unit, draws), x, y
 
 
 def test_the_loops_are_compiled() -> None:
@@ -89,7 +89,7 @@ def test_decoding_matches_the_numpy_reference_bit_for_bit(bits: int, count: int,
 
     # Execute
     draws = np.random.default_rng(seed).random(2 * count)
-    unit = lattice_kernels.dithered_points(indices, draws, codebook.x, codebook.y, codebook.delta)
+    unit = lattice_kernels.dithered_codewords(codebook, indices, draws)
 
     # Assert
     assert unit.tobytes() == expected.tobytes()

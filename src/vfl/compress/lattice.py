@@ -123,12 +123,7 @@ class LatticeQuantizer(Quantizer):
         codebook = self.codebook
         if lattice_kernels.AVAILABLE:
             draws = np.random.default_rng(seed).random(len(unit))  # cell_dither's draws
-            table, i0, j0 = codebook.lookup
-            shift_x, shift_y = codebook.shift
-            indices, x, y = lattice_kernels.dithered_nearest(
-                unit, draws, codebook.delta, shift_x, shift_y, table, i0, j0
-            )
-            indices = codebook.resolve_overload(indices, x, y)
+            indices = lattice_kernels.nearest_codes(codebook, unit, draws)
         else:
             ux, uy = cell_dither(np.random.default_rng(seed), len(unit) // 2, codebook.delta)
             indices = codebook.nearest(unit[0::2] + ux, unit[1::2] + uy)
@@ -140,9 +135,7 @@ class LatticeQuantizer(Quantizer):
         codebook = self.codebook
         if lattice_kernels.AVAILABLE:
             draws = np.random.default_rng(seed).random(2 * len(indices))
-            unit = lattice_kernels.dithered_points(
-                indices, draws, codebook.x, codebook.y, codebook.delta
-            )
+            unit = lattice_kernels.dithered_codewords(codebook, indices, draws)
             return span.from_unit(unit[: math.prod(shape)])
         ux, uy = cell_dither(np.random.default_rng(seed), len(indices), codebook.delta)
         unit = np.empty(2 * len(indices))

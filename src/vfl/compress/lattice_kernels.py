@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vfl.compress.hexagonal import SQRT3, HexCodebook
+
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
-
-SQRT3 = math.sqrt(3.0)
 
 AVAILABLE = importlib.util.find_spec("numba") is not None
 """Whether the compiled loops can be used (numba is installed; it is imported on first use)."""
@@ -111,24 +111,19 @@ def compiled() -> tuple[Callable[..., Any], Callable[..., Any]]:
     return jit(_dithered_nearest), jit(_dithered_points)
 
 
-def dithered_nearest(
-    unit: Floats,
-    draws: Floats,
-    delta: float,
-    shift_x: float,
-    shift_y: float,
-    table: Ints,
-    i0: int,
-    j0: int,
-) -> tuple[Ints, Floats, Floats]:
-    """The compiled ``_dithered_nearest``: codebook indices (``-1`` on overload) and the pairs."""
-    result: tuple[Ints, Floats, Floats] = compiled()[0](
-        unit, draws, delta, shift_x, shift_y, table, i0, j0
-    )
-    return result
+def nearest_codes(codebook: HexCodebook, unit: Floats, draws: Floats) -> Ints:
+    """The codeword index of each dithered pair of ``unit``, as ``HexCodebook.nearest`` gives.
+
+    ``draws`` are ``cell_dither``'s uniform draws (``2 * pairs`` of them). Overloaded pairs, rare,
+    go to the codebook's brute-force ``resolve_overload``.
+    """
+    table, i0, j0 = codebook.lookup
+    shift_x, shift_y = codebook.shift
+    index, x, y = compiled()[0](unit, draws, codebook.delta, shift_x, shift_y, table, i0, j0)
+    return codebook.resolve_overload(index, x, y)
 
 
-def dithered_points(indices: Ints, draws: Floats, cx: Floats, cy: Floats, delta: float) -> Floats:
-    """The compiled ``_dithered_points``: the decoder's interleaved unit-square pairs."""
-    unit: Floats = compiled()[1](indices, draws, cx, cy, delta)
+def dithered_codewords(codebook: HexCodebook, indices: Ints, draws: Floats) -> Floats:
+    """The decoder's unit-square pairs ``codeword - dither``, interleaved."""
+    unit: Floats = compiled()[1](indices, draws, codebook.x, codebook.y, codebook.delta)
     return unit
