@@ -175,8 +175,8 @@ def pruning_events(results: Path) -> str:
     group = load(results / CLAIMS)["PL, evaluated every 2 rounds"]
     rows = []
     for start in (16, 56):
-        trace = " -> ".join(f"{accuracy_at(group, r):.3f}" for r in range(start, start + 13, 2))
-        rows.append([f"{start}-{start + 12}", trace])
+        trace = " -> ".join(f"{accuracy_at(group, r):.3f}" for r in range(start, start + 21, 2))
+        rows.append([f"{start}-{start + 20}", trace])
     return markdown_grid(["rounds", "mean test accuracy, every 2 rounds"], rows)
 
 

@@ -18,7 +18,7 @@ from vfl.errors import ConfigError
 from vfl.experiments.doc_blocks import replace_blocks, stale_figures
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ("pbm", "fedbcd", "cvfl")
+SCRIPTS = ("pbm", "fedbcd", "cvfl", "lvfl")
 COMMITTED = ("sweep.json", "summary.json", "metrics.jsonl", "config.toml", "error.txt")
 
 
