@@ -12,33 +12,38 @@ from hypothesis.extra import numpy as hnp
 from tests.compress.strategies import tensors
 from vfl.compress import LatticeQuantizer, hexagonal_codebook, lattice_kernels
 from vfl.compress.hexagonal import HexCodebook, cell_dither
+from vfl.compress.lattice import PAD_VALUE
+from vfl.compress.ranges import Span
 
 pytestmark = pytest.mark.skipif(
     not lattice_kernels.AVAILABLE, reason="numba (the `fast` extra) is not installed"
 )
 
-# Unit-square coordinates: mostly inside, some overloaded, some far outside (a fixed range the
-# input overshoots), and exact multiples of half the lattice step, where rounding ties.
+# Values in a unit span: mostly inside, some overloaded, some far outside (clipped), and exact
+# multiples of half the lattice step, where rounding ties.
 COORDINATES = st.one_of(
     st.floats(-0.2, 1.2, allow_nan=False),
     st.floats(-1e6, 1e6, allow_nan=False),
     st.integers(-8, 40).map(lambda k: k * hexagonal_codebook(2).delta / 2),
 )
+UNIT = Span(0.0, 1.0)
 
 
-def reference_indices(codebook: HexCodebook, unit: np.ndarray, seed: int) -> np.ndarray:
-    ux, uy = cell_dither(np.random.default_rng(seed), len(unit) // 2, codebook.delta)
-    return codebook.nearest(unit[0::2] + ux, unit[1::2] + uy)
+def reference_unit(values: np.ndarray, span: Span) -> np.ndarray:
+    unit = span.to_unit(values)
+    return np.append(unit, PAD_VALUE) if len(unit) % 2 else unit
 
 
-def compiled_indices(
-    codebook: HexCodebook, unit: np.ndarray, draws: np.ndarray
+def compiled_pairs(
+    codebook: HexCodebook, values: np.ndarray, span: Span, draws: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The loop's codes (overloads resolved) and its dithered pairs."""
     table, i0, j0 = codebook.lookup
-    _, x, y = lattice_kernels.compiled()[0](
-        unit, draws, codebook.delta, codebook.shift[0], codebook.shift[1], table, i0, j0
-    )
-    return lattice_kernels.nearest_codes(codebook, unit, draws), x, y
+    _, x, y, _ = lattice_kernels.compiled()[0](
+        values, span.low, span.width or 1.0, PAD_VALUE, draws, codebook.delta,
+        codebook.shift[0], codebook.shift[1], table, i0, j0,
+    )  # fmt: skip
+    return lattice_kernels.nearest_codes(codebook, values, span, PAD_VALUE, draws), x, y
 
 
 def test_the_loops_are_compiled() -> None:
@@ -55,20 +60,21 @@ def test_the_loops_are_compiled() -> None:
 @settings(max_examples=60, deadline=None)
 @given(
     bits=st.integers(1, 8),
-    unit=hnp.arrays(np.float64, st.integers(1, 64).map(lambda n: 2 * n), elements=COORDINATES),
+    values=hnp.arrays(np.float64, st.integers(1, 128), elements=COORDINATES),
     seed=st.integers(0, 2**32),
 )
 def test_encoding_matches_the_numpy_reference_bit_for_bit(
-    bits: int, unit: np.ndarray, seed: int
+    bits: int, values: np.ndarray, seed: int
 ) -> None:
     # Prepare
     codebook = hexagonal_codebook(bits)
+    unit = reference_unit(values, UNIT)
     ux, uy = cell_dither(np.random.default_rng(seed), len(unit) // 2, codebook.delta)
-    expected = reference_indices(codebook, unit, seed)
+    expected = codebook.nearest(unit[0::2] + ux, unit[1::2] + uy)
 
     # Execute
     draws = np.random.default_rng(seed).random(len(unit))
-    index, x, y = compiled_indices(codebook, unit, draws)
+    index, x, y = compiled_pairs(codebook, values, UNIT, draws)
 
     # Assert
     np.testing.assert_array_equal(index, expected)
@@ -77,22 +83,60 @@ def test_encoding_matches_the_numpy_reference_bit_for_bit(
 
 
 @settings(max_examples=40, deadline=None)
-@given(bits=st.integers(1, 8), count=st.integers(1, 300), seed=st.integers(0, 2**32))
-def test_decoding_matches_the_numpy_reference_bit_for_bit(bits: int, count: int, seed: int) -> None:
+@given(
+    bits=st.integers(1, 8),
+    values=hnp.arrays(np.float32, st.integers(1, 128), elements=st.floats(-4, 4, width=32)),
+    low=st.floats(-3, 0),
+    width=st.sampled_from([0.0, 0.5, 1.0, 3.0]),
+    seed=st.integers(0, 2**32),
+)
+def test_float32_values_are_scaled_to_the_unit_square_as_the_span_does(
+    bits: int, values: np.ndarray, low: float, width: float, seed: int
+) -> None:
     # Prepare
     codebook = hexagonal_codebook(bits)
+    span = Span(low, width)
+    unit = reference_unit(values, span)
+    ux, uy = cell_dither(np.random.default_rng(seed), len(unit) // 2, codebook.delta)
+
+    # Execute
+    draws = np.random.default_rng(seed).random(len(unit))
+    index, x, y = compiled_pairs(codebook, values, span, draws)
+
+    # Assert
+    np.testing.assert_array_equal(index, codebook.nearest(unit[0::2] + ux, unit[1::2] + uy))
+    assert x.tobytes() == (unit[0::2] + ux).tobytes()
+    assert y.tobytes() == (unit[1::2] + uy).tobytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    bits=st.integers(1, 8),
+    size=st.integers(1, 300),
+    low=st.floats(-3, 3),
+    width=st.floats(0, 5),
+    seed=st.integers(0, 2**32),
+)
+def test_decoding_matches_the_numpy_reference_bit_for_bit(
+    bits: int, size: int, low: float, width: float, seed: int
+) -> None:
+    # Prepare
+    codebook = hexagonal_codebook(bits)
+    span = Span(low, width)
+    count = -(-size // 2)
     indices = np.random.default_rng(seed + 1).integers(0, codebook.size, count)
     ux, uy = cell_dither(np.random.default_rng(seed), count, codebook.delta)
-    expected = np.empty(2 * count)
-    expected[0::2] = codebook.x[indices] - ux
-    expected[1::2] = codebook.y[indices] - uy
+    unit = np.empty(2 * count)
+    unit[0::2] = codebook.x[indices] - ux
+    unit[1::2] = codebook.y[indices] - uy
+    expected = span.from_unit(unit[:size]).astype(np.float32)
 
     # Execute
     draws = np.random.default_rng(seed).random(2 * count)
-    unit = lattice_kernels.dithered_codewords(codebook, indices, draws)
+    values = lattice_kernels.dithered_values(codebook, indices, span, draws, size)
 
     # Assert
-    assert unit.tobytes() == expected.tobytes()
+    assert values.tobytes() == expected.tobytes()
 
 
 @settings(max_examples=40, deadline=None)
@@ -123,16 +167,16 @@ def test_the_quantizer_sends_and_decodes_the_same_bytes_with_and_without_the_ker
 
 
 def test_negative_control_one_changed_draw_changes_that_pair_only() -> None:
-    # Prepare: the comparison above would pass vacuously if the loop ignored its draws
+    # Prepare: the comparisons above would pass vacuously if the loop ignored its draws
     codebook = hexagonal_codebook(3)
-    unit = np.random.default_rng(0).random(200)
+    values = np.random.default_rng(0).random(200)
     draws = np.random.default_rng(1).random(200)
     changed = draws.copy()
     changed[7] = (changed[7] + 0.5) % 1.0
 
     # Execute
-    _, x, _ = compiled_indices(codebook, unit, draws)
-    _, x_changed, _ = compiled_indices(codebook, unit, changed)
+    _, x, _ = compiled_pairs(codebook, values, UNIT, draws)
+    _, x_changed, _ = compiled_pairs(codebook, values, UNIT, changed)
 
     # Assert
     assert np.flatnonzero(x != x_changed).tolist() == [7]

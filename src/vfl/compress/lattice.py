@@ -119,24 +119,24 @@ class LatticeQuantizer(Quantizer):
 
     def _encode(self, values: Array, *, seed: int, scores: torch.Tensor | None) -> bytes:
         span, header = span_of(values, self.low, self.high)
-        unit = _padded(span.to_unit(values.reshape(-1)))
         codebook = self.codebook
         if lattice_kernels.AVAILABLE:
-            draws = np.random.default_rng(seed).random(len(unit))  # cell_dither's draws
-            indices = lattice_kernels.nearest_codes(codebook, unit, draws)
+            flat = np.ascontiguousarray(values.reshape(-1))
+            draws = np.random.default_rng(seed).random(2 * _pairs(len(flat)))  # cell_dither's
+            indices = lattice_kernels.nearest_codes(codebook, flat, span, PAD_VALUE, draws)
         else:
+            unit = _padded(span.to_unit(values.reshape(-1)))
             ux, uy = cell_dither(np.random.default_rng(seed), len(unit) // 2, codebook.delta)
             indices = codebook.nearest(unit[0::2] + ux, unit[1::2] + uy)
         return header + pack_bits(indices.astype(np.uint64), bits=2 * self.bits)
 
-    def _decode(self, payload: memoryview, shape: Shape, *, seed: int) -> Floats:
+    def _decode(self, payload: memoryview, shape: Shape, *, seed: int) -> Floats | Array:
         span, body = read_span(payload, self.low, self.high)
         indices = self._indices(body, shape)
         codebook = self.codebook
         if lattice_kernels.AVAILABLE:
             draws = np.random.default_rng(seed).random(2 * len(indices))
-            unit = lattice_kernels.dithered_codewords(codebook, indices, draws)
-            return span.from_unit(unit[: math.prod(shape)])
+            return lattice_kernels.dithered_values(codebook, indices, span, draws, math.prod(shape))
         ux, uy = cell_dither(np.random.default_rng(seed), len(indices), codebook.delta)
         unit = np.empty(2 * len(indices))
         unit[0::2] = codebook.x[indices] - ux

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vfl.compress.hexagonal import SQRT3, HexCodebook
+from vfl.compress.ranges import Array, Span
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -32,7 +33,10 @@ AVAILABLE = importlib.util.find_spec("numba") is not None
 
 
 def _dithered_nearest(
-    unit: Floats,
+    values: Floats | Array,
+    low: float,
+    scale: float,
+    pad: float,
     draws: Floats,
     delta: float,
     shift_x: float,
@@ -40,38 +44,52 @@ def _dithered_nearest(
     table: Ints,
     i0: int,
     j0: int,
-) -> tuple[Ints, Floats, Floats]:
+) -> tuple[Ints, Floats, Floats, int]:
     """Codebook index of each dithered pair, ``-1`` where the nearest lattice point is none.
 
-    For pair ``k``: the dither from ``draws[k]`` and ``draws[count + k]`` as in ``cell_dither``,
-    added to ``unit[2k], unit[2k + 1]``; the nearest point of the shifted lattice as in
-    ``lattice_coordinates``; its index from the codebook's ``(j, i)`` table as in
-    ``HexCodebook.nearest``. Also returns the dithered pairs (the overload fallback needs them).
+    For pair ``k``: components ``2k`` and ``2k + 1`` of ``values`` scaled to the unit square as
+    ``Span.to_unit`` does (``(v - low) / scale`` clipped to ``[0, 1]``; a missing last component
+    is ``pad``); the dither from ``draws[k]`` and ``draws[count + k]`` as in
+    ``cell_dither``; the nearest point of the shifted lattice as in ``lattice_coordinates``; its
+    index from the codebook's ``(j, i)`` table as in ``HexCodebook.nearest``. Also returns the
+    dithered pairs and how many pairs missed the table (the overload fallback needs them).
     """
     count = len(draws) // 2
-    rows, cols = table.shape
-    flat = table.reshape(-1)
+    size = len(values)
     scale_y = delta * SQRT3
-    index = np.empty(count, dtype=np.int64)
     px = np.empty(count, dtype=np.float64)
     py = np.empty(count, dtype=np.float64)
+    ax = np.empty(count, dtype=np.float64)
+    ay = np.empty(count, dtype=np.float64)
+    # Three loops. The first two have no branches that depend on the data (the clips and the
+    # corner are selects), so LLVM vectorises them, divisions included; only the nearest-point
+    # loop below branches.
+    unit = np.empty(2 * count, dtype=np.float64)
+    for n in range(size):
+        u = (float(values[n]) - low) / scale
+        unit[n] = 0.0 if u < 0.0 else (1.0 if u > 1.0 else u)  # np.clip, which keeps -0.0
+    if size % 2:
+        unit[size] = pad
     for k in range(count):
         a = draws[k] - 0.5
         b = draws[count + k] - 0.5
         corner = 0.5 if (abs(a) + 3.0 * abs(b)) > 1.0 else 0.0
-        x = unit[2 * k] + delta * (a - math.copysign(corner, a))
-        y = unit[2 * k + 1] + scale_y * (b - math.copysign(corner, b))
-        px[k] = x
-        py[k] = y
-        ax = (x - shift_x) / delta
-        ay = (y - shift_y) / scale_y
-        a0 = np.rint(ax)
-        c0 = np.rint(ay)
-        a1 = np.floor(ax)
-        c1 = np.floor(ay)
-        first = (ax - a0) * (ax - a0) + 3.0 * ((ay - c0) * (ay - c0))
-        da = ax - a1 - 0.5
-        dc = ay - c1 - 0.5
+        px[k] = unit[2 * k] + delta * (a - math.copysign(corner, a))
+        py[k] = unit[2 * k + 1] + scale_y * (b - math.copysign(corner, b))
+        ax[k] = (px[k] - shift_x) / delta
+        ay[k] = (py[k] - shift_y) / scale_y
+    rows, cols = table.shape
+    flat = table.reshape(-1)
+    index = np.empty(count, dtype=np.int64)
+    missed = 0
+    for k in range(count):
+        a0 = np.rint(ax[k])
+        c0 = np.rint(ay[k])
+        a1 = np.floor(ax[k])
+        c1 = np.floor(ay[k])
+        first = (ax[k] - a0) * (ax[k] - a0) + 3.0 * ((ay[k] - c0) * (ay[k] - c0))
+        da = ax[k] - a1 - 0.5
+        dc = ay[k] - c1 - 0.5
         if da * da + 3.0 * (dc * dc) < first:
             i = int(a1 - c1) - i0
             j = int(2.0 * c1 + 1.0) - j0
@@ -81,21 +99,35 @@ def _dithered_nearest(
         row = min(max(j, 0), rows - 1)
         col = min(max(i, 0), cols - 1)
         index[k] = flat[row * cols + col]
-    return index, px, py
+        missed += index[k] < 0
+    return index, px, py, missed
 
 
-def _dithered_points(indices: Ints, draws: Floats, cx: Floats, cy: Floats, delta: float) -> Floats:
-    """Unit-square pairs ``codeword - dither``, interleaved, as the quantizer's decoder."""
+def _dithered_points(
+    indices: Ints,
+    draws: Floats,
+    cx: Floats,
+    cy: Floats,
+    delta: float,
+    low: float,
+    width: float,
+    size: int,
+) -> Array:
+    """The decoder's float32 values: ``low + width * (codeword - dither)``, ``size`` of them.
+
+    The same operations as the numpy decoder followed by ``Span.from_unit`` and the cast to
+    float32 (the padding component of an odd ``size`` is dropped).
+    """
     count = len(indices)
     scale_y = delta * SQRT3
-    unit = np.empty(2 * count, dtype=np.float64)
-    for k in range(count):
+    out = np.empty(2 * count, dtype=np.float32)
+    for k in range(count):  # no data-dependent branch: vectorised
         a = draws[k] - 0.5
         b = draws[count + k] - 0.5
         corner = 0.5 if (abs(a) + 3.0 * abs(b)) > 1.0 else 0.0
-        unit[2 * k] = cx[indices[k]] - delta * (a - math.copysign(corner, a))
-        unit[2 * k + 1] = cy[indices[k]] - scale_y * (b - math.copysign(corner, b))
-    return unit
+        out[2 * k] = low + width * (cx[indices[k]] - delta * (a - math.copysign(corner, a)))
+        out[2 * k + 1] = low + width * (cy[indices[k]] - scale_y * (b - math.copysign(corner, b)))
+    return out[:size]
 
 
 @cache
@@ -111,19 +143,38 @@ def compiled() -> tuple[Callable[..., Any], Callable[..., Any]]:
     return jit(_dithered_nearest), jit(_dithered_points)
 
 
-def nearest_codes(codebook: HexCodebook, unit: Floats, draws: Floats) -> Ints:
-    """The codeword index of each dithered pair of ``unit``, as ``HexCodebook.nearest`` gives.
+def nearest_codes(
+    codebook: HexCodebook, values: Floats | Array, span: Span, pad: float, draws: Floats
+) -> Ints:
+    """The codeword index of each dithered pair of ``values`` in ``span``, as the numpy path gives.
 
-    ``draws`` are ``cell_dither``'s uniform draws (``2 * pairs`` of them). Overloaded pairs, rare,
-    go to the codebook's brute-force ``resolve_overload``.
+    ``values`` are flat (an odd count takes ``pad`` as its last unit-square component);
+    ``draws`` are ``cell_dither``'s uniform draws (``2 * pairs`` of them). Overloaded pairs,
+    rare, go to the codebook's brute-force ``resolve_overload``.
     """
     table, i0, j0 = codebook.lookup
     shift_x, shift_y = codebook.shift
-    index, x, y = compiled()[0](unit, draws, codebook.delta, shift_x, shift_y, table, i0, j0)
-    return codebook.resolve_overload(index, x, y)
+    index, x, y, missed = compiled()[0](
+        values,
+        span.low,
+        span.width or 1.0,
+        pad,
+        draws,
+        codebook.delta,
+        shift_x,
+        shift_y,
+        table,
+        i0,
+        j0,
+    )
+    return codebook.resolve_overload(index, x, y) if missed else index
 
 
-def dithered_codewords(codebook: HexCodebook, indices: Ints, draws: Floats) -> Floats:
-    """The decoder's unit-square pairs ``codeword - dither``, interleaved."""
-    unit: Floats = compiled()[1](indices, draws, codebook.x, codebook.y, codebook.delta)
-    return unit
+def dithered_values(
+    codebook: HexCodebook, indices: Ints, span: Span, draws: Floats, size: int
+) -> Array:
+    """The decoder's ``size`` float32 values: ``codeword - dither`` scaled back to ``span``."""
+    values: Array = compiled()[1](
+        indices, draws, codebook.x, codebook.y, codebook.delta, span.low, span.width, size
+    )
+    return values

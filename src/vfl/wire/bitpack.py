@@ -48,6 +48,8 @@ def pack_bits(codes: npt.ArrayLike, *, bits: int) -> bytes:
     if bits % 8 == 0:  # whole bytes: a little-endian view is the packing
         width = bits // 8
         return values.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :width].tobytes()
+    if 8 % bits == 0:  # 1, 2 or 4 bits: whole codes per byte
+        return _pack_bytes(values, bits)
     per_word = _codes_per_word(bits)
     if per_word:
         return _pack_words(values, bits, per_word)
@@ -74,10 +76,36 @@ def unpack_bits(data: bytes | memoryview, *, bits: int, count: int) -> npt.NDArr
         wide[:, :width] = raw.reshape(count, width)
         joined: npt.NDArray[np.uint64] = wide.view("<u8").reshape(-1).astype(np.uint64)
         return joined
+    if 8 % bits == 0:
+        return _unpack_bytes(raw, bits, count)
     per_word = _codes_per_word(bits)
     if per_word:
         return _unpack_words(raw, bits, count, per_word)
     return _unpack_groups(raw, bits, count)
+
+
+def _pack_bytes(values: npt.NDArray[np.uint64], bits: int) -> bytes:
+    """Pack ``8 / bits`` codes into each byte (``bits`` in 1, 2, 4), in uint8 arithmetic."""
+    per = 8 // bits
+    padded = np.zeros(-(-values.size // per) * per, dtype=np.uint8)
+    padded[: values.size] = values
+    packed = padded[0::per].copy()
+    for k in range(1, per):
+        packed |= padded[k::per] << np.uint8(k * bits)
+    return packed.tobytes()
+
+
+def _unpack_bytes(raw: npt.NDArray[np.uint8], bits: int, count: int) -> npt.NDArray[np.uint64]:
+    """Inverse of ``_pack_bytes``."""
+    per = 8 // bits
+    mask = np.uint8((1 << bits) - 1)
+    codes = np.empty(len(raw) * per, dtype=np.uint8)
+    for k in range(per):  # strided slices: a broadcast (n, per) shift is many times slower
+        codes[k::per] = (raw >> np.uint8(k * bits)) & mask
+    if codes[count:].any():
+        raise WireError("non-zero padding bits after the last code")
+    unpacked: npt.NDArray[np.uint64] = codes[:count].astype(np.uint64)
+    return unpacked
 
 
 def _codes_per_word(bits: int) -> int:
