@@ -123,7 +123,9 @@ def _pack_words(values: npt.NDArray[np.uint64], bits: int, per: int) -> bytes:
     for k in range(1, per):
         words |= columns[:, k] << np.uint64(k * bits)
     width = per * bits // 8
-    packed = words.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :width].reshape(-1)
+    packed = np.empty(len(words) * width, dtype=np.uint8)
+    for j in range(width):  # byte j of every word, little-endian (strided, not a 2-D copy)
+        packed[j::width] = words >> np.uint64(8 * j)
     return packed[: packed_size(values.size, bits)].tobytes()
 
 
@@ -134,11 +136,13 @@ def _unpack_words(
     width, groups = per * bits // 8, -(-count // per)
     flat = np.zeros(groups * width, dtype=np.uint8)
     flat[: len(raw)] = raw
-    wide = np.zeros((groups, 8), dtype=np.uint8)
-    wide[:, :width] = flat.reshape(groups, width)
-    shifts = np.arange(per, dtype=np.uint64) * np.uint64(bits)
+    words = flat[0::width].astype(np.uint64)
+    for j in range(1, width):  # byte j of every word, little-endian (strided, not a 2-D copy)
+        words |= flat[j::width].astype(np.uint64) << np.uint64(8 * j)
     mask = np.uint64((1 << bits) - 1)
-    codes: npt.NDArray[np.uint64] = ((wide.view("<u8") >> shifts) & mask).reshape(-1)
+    codes = np.empty(groups * per, dtype=np.uint64)
+    for k in range(per):  # strided slices: a broadcast (groups, per) shift is many times slower
+        codes[k::per] = (words >> np.uint64(k * bits)) & mask
     if codes[count:].any() or _dirty_tail(raw, count * bits):
         raise WireError("non-zero padding bits after the last code")
     return codes[:count]
