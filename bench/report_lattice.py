@@ -48,7 +48,7 @@ def main() -> None:
         print(
             f"| {label} | {ms['reference']:.3f} | {ms['compiled']:.3f}"
             f" | {ms['reference'] / ms['compiled']:.2f}x"
-            f" | {share['reference']:.1%} | {share['compiled']:.1%} |"
+            f" | {share['reference']:.2%} | {share['compiled']:.2%} |"
         )
     counts = " + ".join(f"{len(results[s])} {s}" for s in SIDES)
     print(
