@@ -99,7 +99,7 @@ def gradient_steps(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
     *,
-    inputs: torch.Tensor,
+    inputs: Callable[[], torch.Tensor],
     grad: torch.Tensor,
     first_embedding: torch.Tensor | None,
     steps: LocalSteps,
@@ -107,14 +107,18 @@ def gradient_steps(
     """Q steps that back-propagate the stale ``grad`` (B, P) through the current model.
 
     The first step reuses ``first_embedding`` (the graph kept from the upload), so Q = 1 is
-    exactly split learning's update; later steps recompute the embedding of the same ``inputs``.
+    exactly split learning's update; later steps recompute the embedding of the same batch,
+    whose rows ``inputs()`` fetches (once, and only if a step needs them).
     """
     state = {"first": first_embedding}
+    rows: list[torch.Tensor] = []
 
     def objective() -> tuple[torch.Tensor, torch.Tensor]:
         embedding = state.pop("first", None)
         if embedding is None:
-            embedding = model(inputs)
+            if not rows:
+                rows.append(inputs())
+            embedding = model(rows[0])
         return embedding, grad  # backward gives J^T g: the chain rule with a stale g
 
     descend(model, optimizer, [objective] * steps.count, proximal_mu=steps.proximal_mu)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import torch
@@ -211,7 +212,7 @@ class Party:
         gradient_steps(
             self.model,
             self.optimizer,
-            inputs=self._rows(SPLIT_TRAIN, pending.ids),
+            inputs=partial(self._rows, SPLIT_TRAIN, pending.ids),
             grad=grad,
             first_embedding=pending.embedding,
             steps=self.options.steps,
@@ -335,7 +336,7 @@ class Party:
 
     def _rows(self, split: int, ids: torch.Tensor) -> torch.Tensor:
         """This party's rows ``ids`` of ``split``, on its model's device."""
-        rows = self.features[split][ids]
+        rows = torch.index_select(self.features[split], 0, ids)  # faster than [ids]
         if self.device.type == "cpu":
             return rows
         return rows.to(self.device, non_blocking=True)
