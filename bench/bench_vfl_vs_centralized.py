@@ -85,8 +85,8 @@ def _step_party(party: Party, embedding: torch.Tensor, grad: torch.Tensor | None
 
 def time_variant(
     config_path: Path, variant: str, overrides: list[str], data: VerticalData
-) -> float:
-    """Seconds for one training epoch of ``variant``."""
+) -> tuple[float, float]:
+    """Wall and CPU seconds (this process, all threads) for one training epoch of ``variant``."""
     mode = "centralized" if variant == "centralized" else "vfl"
     config = load_config(config_path, [*overrides, f"protocol.mode={mode}"])
     simulation = build_session(config, data)
@@ -99,11 +99,11 @@ def time_variant(
         if variant == "split_floor"
         else (lambda: simulation.trainer.train_epoch(0))
     )
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     run()
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     simulation.trainer.close()
-    return elapsed
+    return elapsed, cpu
 
 
 def main() -> None:
@@ -115,11 +115,14 @@ def main() -> None:
     _, _, data = prepare(load_config(args.config, args.overrides))
     variants = ("vfl", "vfl_no_codec", "split_floor", "centralized")
     times: dict[str, list[float]] = {v: [] for v in variants}
+    cpu: dict[str, list[float]] = {v: [] for v in variants}
     for variant in variants:  # warm-up: allocator, lazy initialisation
         time_variant(args.config, variant, args.overrides, data)
     for _ in range(args.repeats):
         for variant in variants:
-            times[variant].append(time_variant(args.config, variant, args.overrides, data))
+            wall, used = time_variant(args.config, variant, args.overrides, data)
+            times[variant].append(wall)
+            cpu[variant].append(used)
     medians = {v: statistics.median(t) for v, t in times.items()}
     result = {
         "config": str(args.config.resolve().relative_to(ROOT)),
@@ -128,6 +131,7 @@ def main() -> None:
         f" torch {torch.__version__}",
         "repeats": args.repeats,
         "median_epoch_s": {v: round(m, 3) for v, m in medians.items()},
+        "median_epoch_cpu_s": {v: round(statistics.median(t), 3) for v, t in cpu.items()},
         "ratio_vfl_over_centralized": round(medians["vfl"] / medians["centralized"], 3),
         "ratio_vfl_no_codec_over_centralized": round(
             medians["vfl_no_codec"] / medians["centralized"], 3
