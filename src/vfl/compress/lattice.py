@@ -122,7 +122,8 @@ class LatticeQuantizer(Quantizer):
         codebook = self.codebook
         if lattice_kernels.AVAILABLE:
             flat = np.ascontiguousarray(values.reshape(-1))
-            draws = np.random.default_rng(seed).random(2 * _pairs(len(flat)))  # cell_dither's
+            # The uniform draws cell_dither makes from the same seed.
+            draws = np.random.default_rng(seed).random(2 * _pairs(len(flat)))
             indices = lattice_kernels.nearest_codes(codebook, flat, span, PAD_VALUE, draws)
         else:
             unit = _padded(span.to_unit(values.reshape(-1)))

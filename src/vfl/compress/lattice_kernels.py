@@ -2,10 +2,11 @@
 
 The lattice quantizer's reference implementation is a chain of vectorised numpy passes
 (``cell_dither``, ``lattice_coordinates``, the codebook's table lookup), each allocating a
-temporary of the message's size. The two loops here do the same arithmetic, operation for
-operation in the same order (IEEE double, no fast-math, no fused multiply-add), one pair at a
-time, so their output is bit-identical to the reference; ``tests/compress/test_lattice_kernels.py``
-checks that on random, tied and overloaded inputs.
+temporary of the message's size. The compiled functions here do the same arithmetic, operation
+for operation in the same order (IEEE double, no fast-math, no fused multiply-add), so their
+output is bit-identical to the reference; ``tests/compress/test_lattice_kernels.py`` checks that
+on random, tied, overloaded and far-outside inputs. The encoder runs as three loops, the first
+two free of data-dependent branches so that LLVM vectorises them; the decoder as one.
 
 Without numba (``pip install vfl[fast]`` adds it) ``AVAILABLE`` is False and the quantizer uses
 the numpy reference.
@@ -132,7 +133,7 @@ def _dithered_points(
 
 @cache
 def compiled() -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """The two loops compiled by numba (once per process; numba caches the machine code on disk).
+    """The encoder and decoder compiled by numba (once per process; numba caches them on disk).
 
     Raises:
         ImportError: if numba is not installed (check ``AVAILABLE`` first).
