@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -14,6 +14,8 @@ from vfl.compress import LatticeQuantizer, hexagonal_codebook, lattice_kernels
 from vfl.compress.hexagonal import HexCodebook, cell_dither
 from vfl.compress.lattice import PAD_VALUE
 from vfl.compress.ranges import Span
+from vfl.errors import WireError
+from vfl.wire.bitpack import pack_bits, unpack_bits
 
 pytestmark = pytest.mark.skipif(
     not lattice_kernels.AVAILABLE, reason="numba (the `fast` extra) is not installed"
@@ -180,3 +182,54 @@ def test_negative_control_one_changed_draw_changes_that_pair_only() -> None:
 
     # Assert
     assert np.flatnonzero(x != x_changed).tolist() == [7]
+
+
+@st.composite
+def codes(draw: st.DrawFn) -> tuple[np.ndarray, int]:
+    bits = draw(st.integers(1, 16))
+    values = draw(hnp.arrays(np.int64, st.integers(0, 200), elements=st.integers(0, 2**bits - 1)))
+    return values, bits
+
+
+@settings(max_examples=80, deadline=None)
+@given(case=codes())
+def test_packing_gives_the_bytes_of_the_shared_bit_packer(case: tuple[np.ndarray, int]) -> None:
+    # Prepare
+    values, bits = case
+    expected = pack_bits(values.astype(np.uint64), bits=bits)
+
+    # Execute
+    packed = lattice_kernels.pack_codes(values, bits)
+    unpacked = lattice_kernels.unpack_codes(memoryview(packed), bits, len(values))
+
+    # Assert
+    assert packed == expected
+    np.testing.assert_array_equal(unpacked, values)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=codes(), position=st.integers(0, 7))
+def test_a_set_padding_bit_is_a_wire_error_as_in_the_shared_unpacker(
+    case: tuple[np.ndarray, int], position: int
+) -> None:
+    # Prepare
+    values, bits = case
+    used = len(values) * bits
+    assume(used % 8 and position >= used % 8)
+    data = bytearray(pack_bits(values.astype(np.uint64), bits=bits))
+    data[-1] |= 1 << position
+
+    # Execute, Assert
+    with pytest.raises(WireError, match="padding"):
+        unpack_bits(bytes(data), bits=bits, count=len(values))
+    with pytest.raises(WireError, match="padding"):
+        lattice_kernels.unpack_codes(memoryview(bytes(data)), bits, len(values))
+
+
+def test_a_body_of_the_wrong_length_is_a_wire_error() -> None:
+    # Prepare
+    packed = lattice_kernels.pack_codes(np.arange(10, dtype=np.int64), 4)
+
+    # Execute, Assert
+    with pytest.raises(WireError, match="need 5 bytes, got 6"):
+        lattice_kernels.unpack_codes(memoryview(packed + b"\0"), 4, 10)

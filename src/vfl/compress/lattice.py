@@ -125,10 +125,10 @@ class LatticeQuantizer(Quantizer):
             # The uniform draws cell_dither makes from the same seed.
             draws = np.random.default_rng(seed).random(2 * _pairs(len(flat)))
             indices = lattice_kernels.nearest_codes(codebook, flat, span, PAD_VALUE, draws)
-        else:
-            unit = _padded(span.to_unit(values.reshape(-1)))
-            ux, uy = cell_dither(np.random.default_rng(seed), len(unit) // 2, codebook.delta)
-            indices = codebook.nearest(unit[0::2] + ux, unit[1::2] + uy)
+            return header + lattice_kernels.pack_codes(indices, 2 * self.bits)
+        unit = _padded(span.to_unit(values.reshape(-1)))
+        ux, uy = cell_dither(np.random.default_rng(seed), len(unit) // 2, codebook.delta)
+        indices = codebook.nearest(unit[0::2] + ux, unit[1::2] + uy)
         return header + pack_bits(indices.astype(np.uint64), bits=2 * self.bits)
 
     def _decode(self, payload: memoryview, shape: Shape, *, seed: int) -> Floats | Array:
@@ -146,7 +146,10 @@ class LatticeQuantizer(Quantizer):
 
     def _indices(self, body: memoryview, shape: Shape) -> Codes:
         count = _pairs(math.prod(shape))
-        indices = unpack_bits(body, bits=2 * self.bits, count=count).astype(np.int64)
+        if lattice_kernels.AVAILABLE:
+            indices = lattice_kernels.unpack_codes(body, 2 * self.bits, count)
+        else:
+            indices = unpack_bits(body, bits=2 * self.bits, count=count).astype(np.int64)
         full = self.codebook.size == 1 << (2 * self.bits)  # then every code is a codeword
         if not full and int(indices.max()) >= self.codebook.size:
             raise WireError(

@@ -25,6 +25,8 @@ import numpy.typing as npt
 
 from vfl.compress.hexagonal import SQRT3, HexCodebook
 from vfl.compress.ranges import Array, Span
+from vfl.errors import WireError
+from vfl.wire.bitpack import packed_size
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -131,9 +133,48 @@ def _dithered_points(
     return out[:size]
 
 
+def _pack_codes(codes: Ints, bits: int) -> npt.NDArray[np.uint8]:
+    """``codes`` as the little-endian bit stream of ``vfl.wire.bitpack.pack_bits`` (bits <= 16)."""
+    out = np.zeros((len(codes) * bits + 7) // 8, dtype=np.uint8)
+    held = 0  # bits not yet written, in the low ``filled`` bits (at most 7 + 16 of them)
+    filled = 0
+    at = 0
+    for k in range(len(codes)):
+        held |= codes[k] << filled
+        filled += bits
+        while filled >= 8:
+            out[at] = held & 0xFF
+            held >>= 8
+            filled -= 8
+            at += 1
+    if filled:
+        out[at] = held
+    return out
+
+
+def _unpack_codes(data: npt.NDArray[np.uint8], bits: int, count: int) -> tuple[Ints, bool]:
+    """Inverse of ``_pack_codes``, and whether every padding bit after the last code is zero."""
+    out = np.empty(count, dtype=np.int64)
+    mask = (1 << bits) - 1
+    held = 0
+    filled = 0
+    at = 0
+    for k in range(count):
+        while filled < bits:
+            held |= int(data[at]) << filled
+            at += 1
+            filled += 8
+        out[k] = held & mask
+        held >>= bits
+        filled -= bits
+    return out, held == 0 and at == len(data)
+
+
 @cache
-def compiled() -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """The encoder and decoder compiled by numba (once per process; numba caches them on disk).
+def compiled() -> tuple[Callable[..., Any], ...]:
+    """The encoder, decoder, packer and unpacker, compiled by numba once per process.
+
+    numba also caches the machine code on disk, so a new process loads it instead of compiling.
 
     Raises:
         ImportError: if numba is not installed (check ``AVAILABLE`` first).
@@ -141,7 +182,7 @@ def compiled() -> tuple[Callable[..., Any], Callable[..., Any]]:
     import numba
 
     jit = numba.njit(cache=True, nogil=True)
-    return jit(_dithered_nearest), jit(_dithered_points)
+    return tuple(jit(f) for f in (_dithered_nearest, _dithered_points, _pack_codes, _unpack_codes))
 
 
 def nearest_codes(
@@ -179,3 +220,28 @@ def dithered_values(
         indices, draws, codebook.x, codebook.y, codebook.delta, span.low, span.width, size
     )
     return values
+
+
+def pack_codes(codes: Ints, bits: int) -> bytes:
+    """The bytes ``vfl.wire.bitpack.pack_bits(codes, bits=bits)`` gives (``bits`` in 1..16).
+
+    The caller guarantees ``0 <= code < 2**bits`` (codebook indices do).
+    """
+    packed: npt.NDArray[np.uint8] = compiled()[2](codes, bits)
+    return packed.tobytes()
+
+
+def unpack_codes(body: memoryview, bits: int, count: int) -> Ints:
+    """``count`` codes of ``bits`` bits (1..16) from ``body``, as ``unpack_bits`` reads them.
+
+    Raises:
+        WireError: if ``body`` is not exactly the packed size or a padding bit is set.
+    """
+    expected = packed_size(count, bits)
+    if len(body) != expected:
+        raise WireError(f"{count} codes of {bits} bits need {expected} bytes, got {len(body)}")
+    codes, clean = compiled()[3](np.frombuffer(body, dtype=np.uint8), bits, count)
+    if not clean:
+        raise WireError("non-zero padding bits after the last code")
+    unpacked: Ints = codes
+    return unpacked
