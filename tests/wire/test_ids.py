@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from vfl.errors import WireError
 from vfl.wire import EmbedRequest, decode, encode
-from vfl.wire.fields import IdsField, Reader
+from vfl.wire.fields import Chunks, IdsField, Reader
 
 IDS = st.lists(st.integers(0, 2**40), max_size=300).map(
     lambda values: torch.tensor(values, dtype=torch.int64)
@@ -33,7 +33,7 @@ def test_ids_survive_the_round_trip(ids: torch.Tensor) -> None:
 def test_an_id_costs_the_bits_of_the_largest_id(count: int, largest: int) -> None:
     # Prepare
     ids = torch.full((count,), largest, dtype=torch.int64)
-    out: list[bytes] = []
+    out: Chunks = []
 
     # Execute
     IdsField().encode(ids, out)

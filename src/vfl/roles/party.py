@@ -208,7 +208,8 @@ class Party:
         pending = self._take_pending(request)
         grad = self._received_grad(request, pending)
         started = time.perf_counter()
-        self._scores = grad.abs().mean(dim=0)
+        if self.options.uplink is not None:  # the scores only steer the uplink's selection
+            self._scores = grad.abs().mean(dim=0)
         gradient_steps(
             self.model,
             self.optimizer,
@@ -312,7 +313,7 @@ class Party:
             labels=shared.labels[pending.ids].to(self.device),
             task=shared.task,
             steps=self.options.steps,
-            on_embedding_grad=keep_scores,
+            on_embedding_grad=None if self.options.uplink is None else keep_scores,
         )
         self._record_compute(pending, time.perf_counter() - started)
         return Ack(round=broadcast.round)

@@ -19,7 +19,7 @@ import struct
 from dataclasses import dataclass
 
 from vfl.errors import WireError
-from vfl.wire.fields import Reader
+from vfl.wire.fields import Chunks, Reader
 from vfl.wire.schema import Message, schema_for, schema_for_kind
 
 MAGIC = b"VF"
@@ -48,7 +48,7 @@ def encode(message: Message, *, sender: int) -> bytes:
         raise WireError(f"round {message.round} does not fit the u32 header field")
     if not 0 <= sender <= 0xFFFF:
         raise WireError(f"sender {sender} does not fit the u16 header field")
-    out = [HEADER.pack(MAGIC, VERSION, schema.kind, sender, message.round)]
+    out: Chunks = [HEADER.pack(MAGIC, VERSION, schema.kind, sender, message.round)]
     for name, encoding in zip(schema.names, schema.encodings, strict=True):
         encoding.encode(getattr(message, name), out)
     return b"".join(out)
