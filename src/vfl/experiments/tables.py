@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vfl.experiments.aggregate import SettingRow, Stat
+from vfl.experiments.aggregate import SettingRow, Stat, mean_std
 from vfl.results.summary import Target
 
 DASH = "–"
@@ -79,9 +79,8 @@ def seeds_cell(values: Sequence[float], runs: int, spec: str = ".1f") -> str:
     """
     if len(values) < runs or not values:
         return f"{DASH} ({len(values)}/{runs})"
-    mean = sum(values) / len(values)
-    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-    return f"{mean:{spec}} ± {std:{spec}}"
+    stat = mean_std(values)
+    return f"{stat.mean:{spec}} ± {stat.std:{spec}}"
 
 
 def write_csv(path: Path, records: Sequence[Mapping[str, Any]]) -> Path:
