@@ -65,7 +65,9 @@ def split_floor_epoch(simulation: Session) -> None:
     assert isinstance(trainer, SplitLearning)
     server = trainer.server
     for ids in trainer.sampler.epoch(0):
-        embeddings = [p.model(p.features[SPLIT_TRAIN][ids]) for p in simulation.parties]
+        embeddings = [
+            p.model(torch.index_select(p.features[SPLIT_TRAIN], 0, ids)) for p in simulation.parties
+        ]
         inputs = [e.detach().requires_grad_(True) for e in embeddings]
         loss = server.task.loss(server.head(inputs), server.labels[SPLIT_TRAIN][ids])
         server.optimizer.zero_grad(set_to_none=True)

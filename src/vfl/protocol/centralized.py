@@ -97,7 +97,8 @@ class CentralizedTraining:
 
     def _batch(self, split: int, ids: torch.Tensor) -> list[torch.Tensor]:
         """Every party's rows ``ids`` of ``split``, on the model's device."""
-        return [block[ids].to(self.device) for block in self.blocks[split]]
+        # The gather the parties use (roles.party): the baseline must not pay a slower one.
+        return [torch.index_select(block, 0, ids).to(self.device) for block in self.blocks[split]]
 
     def state_dict(self) -> dict[str, Any]:
         """Model, optimizer and round counter."""
