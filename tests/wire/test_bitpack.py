@@ -1,12 +1,36 @@
+"""Bit packing: one contract for the numpy paths and the compiled loops (each test runs both)."""
+
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vfl.errors import WireError
+from vfl.wire import bitpack_kernels
 from vfl.wire.bitpack import pack_bits, packed_size, unpack_bits
+
+PATHS = [
+    pytest.param(
+        "compiled",
+        marks=pytest.mark.skipif(not bitpack_kernels.AVAILABLE, reason="numba is not installed"),
+    ),
+    "numpy",
+]
+EACH_PATH = pytest.mark.parametrize("path", PATHS)
+
+
+@contextmanager
+def packing_by(path: str) -> Iterator[None]:
+    """Pack and unpack through ``path``: the compiled loops where they serve, or numpy only."""
+    serves = bitpack_kernels.serves if path == "compiled" else (lambda bits: False)
+    with mock.patch.object(bitpack_kernels, "serves", serves):
+        yield
 
 
 @st.composite
@@ -18,19 +42,22 @@ def codes(draw: st.DrawFn) -> tuple[np.ndarray, int]:
     return np.array(values, dtype=np.uint64), bits
 
 
+@EACH_PATH
+@settings(deadline=None)  # the first compiled call loads the loops
 @given(case=codes())
 def test_pack_then_unpack_is_the_identity_in_exactly_the_stated_bytes(
-    case: tuple[np.ndarray, int],
+    path: str, case: tuple[np.ndarray, int]
 ) -> None:
-    # Prepare
-    values, bits = case
+    with packing_by(path):
+        # Prepare
+        values, bits = case
 
-    # Execute
-    packed = pack_bits(values, bits=bits)
+        # Execute
+        packed = pack_bits(values, bits=bits)
 
-    # Assert
-    assert len(packed) == packed_size(len(values), bits) == -(-len(values) * bits // 8)
-    assert unpack_bits(packed, bits=bits, count=len(values)).tolist() == values.tolist()
+        # Assert
+        assert len(packed) == packed_size(len(values), bits) == -(-len(values) * bits // 8)
+        assert unpack_bits(packed, bits=bits, count=len(values)).tolist() == values.tolist()
 
 
 def stream_reference(values: np.ndarray, bits: int) -> bytes:
@@ -39,39 +66,47 @@ def stream_reference(values: np.ndarray, bits: int) -> bytes:
     return stream.to_bytes(-(-len(values) * bits // 8), "little")
 
 
+@EACH_PATH
+@settings(deadline=None)  # the first compiled call loads the loops
 @given(case=codes())
 def test_packing_lays_codes_out_exactly_as_the_stated_bit_stream(
-    case: tuple[np.ndarray, int],
+    path: str, case: tuple[np.ndarray, int]
 ) -> None:
-    # Prepare
-    values, bits = case
+    with packing_by(path):
+        # Prepare
+        values, bits = case
 
-    # Execute
-    packed = pack_bits(values, bits=bits)
+        # Execute
+        packed = pack_bits(values, bits=bits)
 
-    # Assert
-    assert packed == stream_reference(values, bits)
+        # Assert
+        assert packed == stream_reference(values, bits)
 
 
+@EACH_PATH
+@settings(deadline=None)  # the first compiled call loads the loops
 @given(case=codes(), position=st.integers(0, 7))
 def test_a_set_padding_bit_is_refused_for_every_width(
-    case: tuple[np.ndarray, int], position: int
+    path: str, case: tuple[np.ndarray, int], position: int
 ) -> None:
-    # Prepare
-    values, bits = case
-    used = len(values) * bits
-    if used % 8 == 0 or position < used % 8:
-        return  # no padding bit at this position: nothing to corrupt
-    dirty = bytearray(pack_bits(values, bits=bits))
-    dirty[-1] |= 1 << position
+    with packing_by(path):
+        # Prepare
+        values, bits = case
+        used = len(values) * bits
+        if used % 8 == 0 or position < used % 8:
+            return  # no padding bit at this position: nothing to corrupt
+        dirty = bytearray(pack_bits(values, bits=bits))
+        dirty[-1] |= 1 << position
 
-    # Execute / Assert
-    with pytest.raises(WireError, match="padding"):
-        unpack_bits(bytes(dirty), bits=bits, count=len(values))
+        # Execute / Assert
+        with pytest.raises(WireError, match="padding"):
+            unpack_bits(bytes(dirty), bits=bits, count=len(values))
 
 
-def test_two_bit_codes_fill_four_per_byte() -> None:
-    assert pack_bits(np.array([1, 2, 3, 0, 3]), bits=2) == bytes([0b00111001, 0b00000011])
+@EACH_PATH
+def test_two_bit_codes_fill_four_per_byte(path: str) -> None:
+    with packing_by(path):
+        assert pack_bits(np.array([1, 2, 3, 0, 3]), bits=2) == bytes([0b00111001, 0b00000011])
 
 
 def test_codes_that_do_not_fit_are_refused() -> None:
@@ -83,8 +118,19 @@ def test_codes_that_do_not_fit_are_refused() -> None:
         pack_bits(np.array([1]), bits=0)
 
 
-def test_wrong_lengths_and_dirty_padding_are_wire_errors() -> None:
-    with pytest.raises(WireError, match="need 1 bytes, got 2"):
-        unpack_bits(b"\x00\x00", bits=2, count=3)
-    with pytest.raises(WireError, match="padding"):
-        unpack_bits(bytes([0b11000000]), bits=2, count=3)
+@EACH_PATH
+def test_wrong_lengths_and_dirty_padding_are_wire_errors(path: str) -> None:
+    with packing_by(path):
+        with pytest.raises(WireError, match="need 1 bytes, got 2"):
+            unpack_bits(b"\x00\x00", bits=2, count=3)
+        with pytest.raises(WireError, match="padding"):
+            unpack_bits(bytes([0b11000000]), bits=2, count=3)
+
+
+def test_the_compiled_loops_serve_the_widths_that_are_not_whole_bytes_up_to_32() -> None:
+    # Execute
+    served = [bits for bits in range(1, 65) if bitpack_kernels.serves(bits)]
+
+    # Assert
+    expected = [b for b in range(1, 33) if b % 8] if bitpack_kernels.AVAILABLE else []
+    assert served == expected

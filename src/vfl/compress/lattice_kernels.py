@@ -26,6 +26,7 @@ import numpy.typing as npt
 from vfl.compress.hexagonal import SQRT3, HexCodebook
 from vfl.compress.ranges import Array, Span
 from vfl.errors import WireError
+from vfl.wire import bitpack_kernels
 from vfl.wire.bitpack import packed_size
 
 Floats = npt.NDArray[np.float64]
@@ -133,46 +134,9 @@ def _dithered_points(
     return out[:size]
 
 
-def _pack_codes(codes: Ints, bits: int) -> npt.NDArray[np.uint8]:
-    """``codes`` as the little-endian bit stream of ``vfl.wire.bitpack.pack_bits`` (bits <= 16)."""
-    out = np.zeros((len(codes) * bits + 7) // 8, dtype=np.uint8)
-    held = 0  # bits not yet written, in the low ``filled`` bits (at most 7 + 16 of them)
-    filled = 0
-    at = 0
-    for k in range(len(codes)):
-        held |= codes[k] << filled
-        filled += bits
-        while filled >= 8:
-            out[at] = held & 0xFF
-            held >>= 8
-            filled -= 8
-            at += 1
-    if filled:
-        out[at] = held
-    return out
-
-
-def _unpack_codes(data: npt.NDArray[np.uint8], bits: int, count: int) -> tuple[Ints, bool]:
-    """Inverse of ``_pack_codes``, and whether every padding bit after the last code is zero."""
-    out = np.empty(count, dtype=np.int64)
-    mask = (1 << bits) - 1
-    held = 0
-    filled = 0
-    at = 0
-    for k in range(count):
-        while filled < bits:
-            held |= int(data[at]) << filled
-            at += 1
-            filled += 8
-        out[k] = held & mask
-        held >>= bits
-        filled -= bits
-    return out, held == 0 and at == len(data)
-
-
 @cache
 def compiled() -> tuple[Callable[..., Any], ...]:
-    """The encoder, decoder, packer and unpacker, compiled by numba once per process.
+    """The encoder and the decoder, compiled by numba once per process.
 
     numba also caches the machine code on disk, so a new process loads it instead of compiling.
 
@@ -182,7 +146,7 @@ def compiled() -> tuple[Callable[..., Any], ...]:
     import numba
 
     jit = numba.njit(cache=True, nogil=True)
-    return tuple(jit(f) for f in (_dithered_nearest, _dithered_points, _pack_codes, _unpack_codes))
+    return jit(_dithered_nearest), jit(_dithered_points)
 
 
 def nearest_codes(
@@ -227,8 +191,7 @@ def pack_codes(codes: Ints, bits: int) -> bytes:
 
     The caller guarantees ``0 <= code < 2**bits`` (codebook indices do).
     """
-    packed: npt.NDArray[np.uint8] = compiled()[2](codes, bits)
-    return packed.tobytes()
+    return bitpack_kernels.pack_stream(codes, bits)
 
 
 def unpack_codes(body: memoryview, bits: int, count: int) -> Ints:
@@ -240,8 +203,7 @@ def unpack_codes(body: memoryview, bits: int, count: int) -> Ints:
     expected = packed_size(count, bits)
     if len(body) != expected:
         raise WireError(f"{count} codes of {bits} bits need {expected} bytes, got {len(body)}")
-    codes, clean = compiled()[3](np.frombuffer(body, dtype=np.uint8), bits, count)
+    codes, clean = bitpack_kernels.unpack_stream(body, bits, count)
     if not clean:
         raise WireError("non-zero padding bits after the last code")
-    unpacked: Ints = codes
-    return unpacked
+    return codes

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vfl.errors import WireError
+from vfl.wire import bitpack_kernels
 
 MAX_BITS = 64
 
@@ -45,6 +46,13 @@ def pack_bits(codes: npt.ArrayLike, *, bits: int) -> bytes:
     values = values.astype(np.uint64)
     if bits < MAX_BITS and int(values.max()) >> bits:
         raise ValueError(f"code {int(values.max())} does not fit in {bits} bits")
+    if bitpack_kernels.serves(bits):  # values < 2**bits <= 2**32: the int64 view is the value
+        return bitpack_kernels.pack_stream(values.view(np.int64), bits)
+    return _pack_numpy(values, bits)
+
+
+def _pack_numpy(values: npt.NDArray[np.uint64], bits: int) -> bytes:
+    """``pack_bits`` of checked ``values`` in numpy arithmetic (the reference of the loops)."""
     if bits % 8 == 0:  # whole bytes: a little-endian view is the packing
         width = bits // 8
         return values.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :width].tobytes()
@@ -69,7 +77,16 @@ def unpack_bits(data: bytes | memoryview, *, bits: int, count: int) -> npt.NDArr
         raise WireError(f"{count} codes of {bits} bits need {expected} bytes, got {len(data)}")
     if count == 0:
         return np.zeros(0, dtype=np.uint64)
-    raw = np.frombuffer(data, dtype=np.uint8)
+    if bitpack_kernels.serves(bits):
+        codes, clean = bitpack_kernels.unpack_stream(data, bits, count)
+        if not clean:
+            raise WireError("non-zero padding bits after the last code")
+        return codes.view(np.uint64)
+    return _unpack_numpy(np.frombuffer(data, dtype=np.uint8), bits, count)
+
+
+def _unpack_numpy(raw: npt.NDArray[np.uint8], bits: int, count: int) -> npt.NDArray[np.uint64]:
+    """``unpack_bits`` of ``raw`` (the right size, ``count > 0``) in numpy arithmetic."""
     if bits % 8 == 0:
         width = bits // 8
         wide = np.zeros((count, 8), dtype=np.uint8)
