@@ -1,50 +1,58 @@
-"""Before/after table of ``bench_pbm.py`` runs: the median over alternating single-repeat runs.
+"""Table of ``bench_pbm.py`` runs of several code versions: medians over alternating runs.
 
-    .venv/bin/python bench/report_pbm.py [bench/results/pbm_issue14]
+    .venv/bin/python bench/report_pbm.py [FOLDER] [--sides before,after]
 
-The folder holds ``before_<i>.json`` and ``after_<i>.json``, each the output of
-``bench_pbm.py --repeats 1``, run alternately (before, after, before, ...) on an idle machine.
+The folder holds ``<side>_<i>.json`` for each side, each the output of ``bench_pbm.py
+--repeats 1``, run alternately (side 1, side 2, ..., side 1, ...) on an idle machine.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent
 
 
-def runs(folder: Path, which: str) -> list[dict[str, Any]]:
+def runs(folder: Path, side: str) -> list[dict[str, Any]]:
     """The results of one side, in run order."""
-    return [json.loads(p.read_text()) for p in sorted(folder.glob(f"{which}_*.json"))]
+    return [json.loads(p.read_text()) for p in sorted(folder.glob(f"{side}_*.json"))]
 
 
-def median(results: list[dict[str, Any]], parties: str, key: str) -> float:
-    """The median of ``key`` for ``parties`` (``"M=4"``) over ``results``."""
-    return float(statistics.median(r[parties][key] for r in results))
+def median(results: list[dict[str, Any]], parties: str, key: str) -> float | None:
+    """The median of ``key`` for ``parties`` (``"M=4"``) over ``results``; None if unrecorded."""
+    values = [r[parties][key] for r in results if key in r[parties]]
+    return float(statistics.median(values)) if values else None
+
+
+def cell(value: float | None, pattern: str) -> str:
+    """``value`` formatted, or a dash where the runs did not record it."""
+    return "-" if value is None else format(value, pattern)
 
 
 def main() -> None:
     """Print the Markdown table."""
-    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "results/pbm_issue14"
-    before, after = runs(folder, "before"), runs(folder, "after")
-    print(
-        "| parties | round before (ms) | after | PBM + masking before (ms) | after"
-        " | share before | after |"
-    )
-    print("|---|---|---|---|---|---|---|")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", type=Path, default=ROOT / "results/pbm_issue14")
+    parser.add_argument("--sides", default="before,after")
+    args = parser.parse_args()
+    sides = {side: runs(args.folder, side) for side in args.sides.split(",")}
+    print("| parties | code | round (ms) | round CPU (ms) | PBM + masking (ms) | share of the round |")
+    print("|---|---|---|---|---|---|")
     for parties in ("M=4", "M=16"):
-        cells = [
-            f"{median(side, parties, key):.2f}"
-            for key in ("round_ms", "pbm_and_masking_ms")
-            for side in (before, after)
-        ]
-        shares = [f"{median(side, parties, 'fraction'):.1%}" for side in (before, after)]
-        print(f"| {parties} | {' | '.join(cells)} | {' | '.join(shares)} |")
-    print(f"\n{len(before)} + {len(after)} runs.")
+        for side, results in sides.items():
+            row = [
+                cell(median(results, parties, "round_ms"), ".2f"),
+                cell(median(results, parties, "round_cpu_ms"), ".2f"),
+                cell(median(results, parties, "pbm_and_masking_ms"), ".2f"),
+                cell(median(results, parties, "fraction"), ".1%"),
+            ]
+            print(f"| {parties} | {side} | {' | '.join(row)} |")
+    counts = " + ".join(str(len(r)) for r in sides.values())
+    print(f"\n{counts} runs ({', '.join(sides)}).")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -11,17 +12,24 @@ from hypothesis import strategies as st
 
 from vfl.errors import ConfigError, WireError
 from vfl.privacy import PbmEvent, PoissonBinomialMechanism
+from vfl.privacy.binomial import ChaChaBinomial, CountSampler, TorchBinomial
 
 DRAWS = 40_000
 
+SAMPLERS: dict[str, Callable[[int], CountSampler]] = {
+    "chacha": ChaChaBinomial.from_seed,
+    "torch": lambda seed: TorchBinomial(torch.Generator().manual_seed(seed)),
+}
+"""Every count sampler, built from a seed: the mechanism's tests run with each."""
+EACH_SAMPLER = pytest.mark.parametrize("kind", sorted(SAMPLERS))
+
 
 def sum_estimates(
-    pbm: PoissonBinomialMechanism, inputs: torch.Tensor, *, draws: int, seed: int
+    pbm: PoissonBinomialMechanism, inputs: torch.Tensor, *, draws: int, seed: int, kind: str
 ) -> torch.Tensor:
     """``draws`` independent estimates of ``inputs.sum()``, each from a fresh privatization."""
-    generator = torch.Generator().manual_seed(seed)
     repeated = inputs.to(torch.float64).unsqueeze(1).expand(-1, draws)  # (M, draws)
-    counts = pbm.privatize(repeated, generator=generator)
+    counts = pbm.privatize(repeated, sampler=SAMPLERS[kind](seed))
     return pbm.estimate(counts.sum(dim=0), contributors=len(inputs), dtype=torch.float64)
 
 
@@ -47,27 +55,29 @@ def settings_and_inputs(draw: st.DrawFn) -> tuple[PoissonBinomialMechanism, torc
     return pbm, torch.tensor(values, dtype=torch.float64)
 
 
+@EACH_SAMPLER
 @settings(max_examples=8, deadline=None)
 @given(case=settings_and_inputs(), seed=st.integers(0, 2**31))
 def test_estimate_is_unbiased_within_five_standard_errors(
-    case: tuple[PoissonBinomialMechanism, torch.Tensor], seed: int
+    kind: str, case: tuple[PoissonBinomialMechanism, torch.Tensor], seed: int
 ) -> None:
     # Prepare
     pbm, inputs = case
     std = math.sqrt(float(pbm.estimate_variance(inputs)))
 
     # Execute
-    estimates = sum_estimates(pbm, inputs, draws=DRAWS, seed=seed)
+    estimates = sum_estimates(pbm, inputs, draws=DRAWS, seed=seed, kind=kind)
 
     # Assert
     error = abs(float(estimates.mean()) - float(inputs.sum()))
     assert error <= 5 * std / math.sqrt(DRAWS)
 
 
+@EACH_SAMPLER
 @settings(max_examples=8, deadline=None)
 @given(case=settings_and_inputs(), seed=st.integers(0, 2**31))
 def test_estimate_variance_matches_the_exact_formula_within_five_standard_errors(
-    case: tuple[PoissonBinomialMechanism, torch.Tensor], seed: int
+    kind: str, case: tuple[PoissonBinomialMechanism, torch.Tensor], seed: int
 ) -> None:
     # Prepare
     pbm, inputs = case
@@ -78,7 +88,7 @@ def test_estimate_variance_matches_the_exact_formula_within_five_standard_errors
     standard_error = math.sqrt(spread / DRAWS)
 
     # Execute
-    estimates = sum_estimates(pbm, inputs, draws=DRAWS, seed=seed)
+    estimates = sum_estimates(pbm, inputs, draws=DRAWS, seed=seed, kind=kind)
 
     # Assert
     assert float(pbm.estimate_variance(inputs)) == pytest.approx(exact, rel=1e-9)
@@ -99,13 +109,14 @@ def test_variance_bound_is_reached_at_zero_and_not_elsewhere() -> None:
     assert at_edge == pytest.approx(bound - (4 + 4 + 0 + 1) / 16)
 
 
-def test_counts_are_int64_in_range_with_the_input_shape() -> None:
+@EACH_SAMPLER
+def test_counts_are_int64_in_range_with_the_input_shape(kind: str) -> None:
     # Prepare
     pbm = PoissonBinomialMechanism(clip=1.0, trials=16, beta=0.25)
     embedding = torch.tanh(torch.randn(128, 64, generator=torch.Generator().manual_seed(0)))
 
     # Execute
-    counts = pbm.privatize(embedding, generator=torch.Generator().manual_seed(1))
+    counts = pbm.privatize(embedding, sampler=SAMPLERS[kind](1))
 
     # Assert
     assert counts.dtype == torch.int64
@@ -113,55 +124,59 @@ def test_counts_are_int64_in_range_with_the_input_shape() -> None:
     assert int(counts.min()) >= 0 and int(counts.max()) <= 16
 
 
-def test_counts_follow_the_input_sign() -> None:
+@EACH_SAMPLER
+def test_counts_follow_the_input_sign(kind: str) -> None:
     # Prepare
     pbm = PoissonBinomialMechanism(clip=1.0, trials=64, beta=0.25)
     inputs = torch.tensor([-1.0, 1.0]).repeat(5000, 1)  # (5000, 2)
 
     # Execute
-    counts = pbm.privatize(inputs, generator=torch.Generator().manual_seed(3)).double()
+    counts = pbm.privatize(inputs, sampler=SAMPLERS[kind](3)).double()
 
     # Assert: E q = b (1/2 + beta x / C) = 16 and 48, standard error about 0.05
     assert counts[:, 0].mean().item() == pytest.approx(16.0, abs=0.3)
     assert counts[:, 1].mean().item() == pytest.approx(48.0, abs=0.3)
 
 
-def test_privatize_is_reproducible_from_the_generator_alone() -> None:
+@EACH_SAMPLER
+def test_privatize_is_reproducible_from_the_sampler_s_seed_alone(kind: str) -> None:
     # Prepare
     pbm = PoissonBinomialMechanism(clip=1.0, trials=16, beta=0.05)
     inputs = torch.rand(128, 64, generator=torch.Generator().manual_seed(0)) * 2 - 1
 
     # Execute
-    first = pbm.privatize(inputs, generator=torch.Generator().manual_seed(7))
-    again = pbm.privatize(inputs, generator=torch.Generator().manual_seed(7))
-    other = pbm.privatize(inputs, generator=torch.Generator().manual_seed(8))
+    first = pbm.privatize(inputs, sampler=SAMPLERS[kind](7))
+    again = pbm.privatize(inputs, sampler=SAMPLERS[kind](7))
+    other = pbm.privatize(inputs, sampler=SAMPLERS[kind](8))
 
     # Assert
     assert torch.equal(first, again)
     assert not torch.equal(first, other)
 
 
-def test_inputs_beyond_the_clip_bound_are_refused_by_default_and_named() -> None:
+@EACH_SAMPLER
+def test_inputs_beyond_the_clip_bound_are_refused_by_default_and_named(kind: str) -> None:
     # Prepare
     pbm = PoissonBinomialMechanism(clip=1.0, trials=16, beta=0.05)
     inputs = torch.tensor([[0.5, -1.25], [0.0, 1.0]])
 
     # Execute / Assert
     with pytest.raises(ConfigError, match=r"\|x\| = 1\.25 exceeds the clip bound C = 1\.0"):
-        pbm.privatize(inputs, generator=torch.Generator())
+        pbm.privatize(inputs, sampler=SAMPLERS[kind](0))
     with pytest.raises(ConfigError, match="NaN or infinite"):
-        pbm.privatize(torch.tensor([float("nan")]), generator=torch.Generator())
+        pbm.privatize(torch.tensor([float("nan")]), sampler=SAMPLERS[kind](0))
     with pytest.raises(ConfigError, match="floating point"):
-        pbm.privatize(torch.tensor([1]), generator=torch.Generator())
+        pbm.privatize(torch.tensor([1]), sampler=SAMPLERS[kind](0))
 
 
-def test_clamping_maps_out_of_range_inputs_to_the_extreme_probability() -> None:
+@EACH_SAMPLER
+def test_clamping_maps_out_of_range_inputs_to_the_extreme_probability(kind: str) -> None:
     # Prepare
     clamped = PoissonBinomialMechanism(clip=1.0, trials=256, beta=0.25, clamp=True)
     inputs = torch.full((4000,), 5.0)
 
     # Execute
-    counts = clamped.privatize(inputs, generator=torch.Generator().manual_seed(0)).double()
+    counts = clamped.privatize(inputs, sampler=SAMPLERS[kind](0)).double()
 
     # Assert: p = 3/4 (clamped), not 1/2 + 0.25 * 5 (which is not even a probability)
     assert counts.mean().item() == pytest.approx(192.0, abs=0.5)

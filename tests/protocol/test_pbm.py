@@ -13,6 +13,7 @@ from tests.protocol.test_cvfl import BASE, data
 from tests.secagg.stats import assert_masked
 from vfl.config import load_config
 from vfl.errors import ConfigError
+from vfl.privacy.binomial import CountSampler
 from vfl.privacy.pbm import PoissonBinomialMechanism
 from vfl.run.compose import build_session
 from vfl.run.session import LocalParties, Session
@@ -79,8 +80,10 @@ class _Recording(PoissonBinomialMechanism):
         super().__init__(clip=inner.clip, trials=inner.trials, beta=inner.beta)
         object.__setattr__(self, "log", log)
 
-    def privatize(self, x: torch.Tensor, *, generator: torch.Generator) -> torch.Tensor:
-        counts = super().privatize(x, generator=generator)
+    def privatize(
+        self, x: torch.Tensor, *, sampler: CountSampler | torch.Generator
+    ) -> torch.Tensor:
+        counts = super().privatize(x, sampler=sampler)
         self.log.append(counts.numpy().copy())  # type: ignore[attr-defined]
         return counts
 

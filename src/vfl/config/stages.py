@@ -123,6 +123,12 @@ class PrivacyConfig(Section):
             can regenerate the noise, so the run is not private; refused in a deployment, where
             the server chooses the seed); ``auto``: ``os`` in a deployment, ``seeded`` in
             simulation (the summary says so).
+        sampler: How the counts are drawn. ``chacha``: an exact bit-sliced Binomial sampler
+            reading a ChaCha20 keystream under a 256-bit key (from the operating system, or
+            derived from the seed when ``randomness`` is seeded); ``torch``: ``torch.binomial``
+            with a Mersenne Twister generator seeded with 64 bits, the sampler of runs made
+            before 2026-11-25 (kept to repeat them draw for draw). Same distribution; the
+            ``chacha`` sampler is about twice as fast at b = 64.
         max_epsilon: A budget at ``delta``: a run whose planned epochs would spend more (PBM's
             epsilon of the features, or the gradient noise's of the labels) is refused before
             it starts, and a resumed or extended run stops at it; 0 = no budget.
@@ -137,6 +143,7 @@ class PrivacyConfig(Section):
     delta: Annotated[float, Range(gt=0, lt=1)] = 1e-5
     eval_fraction_bits: Annotated[int, Range(ge=8, le=32)] = 16
     randomness: Literal["auto", "seeded", "os"] = "auto"
+    sampler: Literal["chacha", "torch"] = "chacha"
     max_epsilon: Annotated[float, Range(ge=0, note="0 = no budget")] = 0.0
     gradient_noise: GradientNoiseConfig = field(default_factory=GradientNoiseConfig)
 

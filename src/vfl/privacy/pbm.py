@@ -9,7 +9,8 @@ estimate ``(C / (β b)) (Q - b M / 2)`` of the sum of inputs.
 Example:
     >>> import torch
     >>> pbm = PoissonBinomialMechanism(clip=1.0, trials=16, beta=0.25)
-    >>> counts = pbm.privatize(torch.zeros(2, 3), generator=torch.Generator().manual_seed(0))
+    >>> from vfl.privacy.binomial import ChaChaBinomial
+    >>> counts = pbm.privatize(torch.zeros(2, 3), sampler=ChaChaBinomial.from_seed(0))
     >>> counts.dtype, counts.shape, pbm.count_bits, pbm.sum_bits(4)
     (torch.int64, torch.Size([2, 3]), 5, 7)
 """
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from vfl.errors import ConfigError, WireError
+from vfl.privacy.binomial import CountSampler, TorchBinomial
 from vfl.privacy.events import PbmEvent
 
 
@@ -60,8 +62,13 @@ class PoissonBinomialMechanism:
         _check_contributors(contributors)
         return (contributors * self.trials).bit_length()
 
-    def privatize(self, x: torch.Tensor, *, generator: torch.Generator) -> torch.Tensor:
+    def privatize(
+        self, x: torch.Tensor, *, sampler: CountSampler | torch.Generator
+    ) -> torch.Tensor:
         """Counts ``q ~ Binomial(b, 1/2 + (β/C) x)``, int64 in ``{0..b}``, same shape as ``x``.
+
+        ``sampler`` draws them: ``ChaChaBinomial`` (exact, from a ChaCha20 keystream) or
+        ``TorchBinomial``; a bare ``torch.Generator`` means ``TorchBinomial`` with it.
 
         Raises:
             ConfigError: if ``x`` is not floating point, has a non-finite entry, or (without
@@ -82,8 +89,9 @@ class PoissonBinomialMechanism:
                 " bound the embedding (e.g. tanh with C = 1) or construct with clamp=True"
             )
         prob = 0.5 + (self.beta / self.clip) * inputs
-        count = torch.full_like(prob, float(self.trials))
-        return torch.binomial(count, prob, generator=generator).to(torch.int64)
+        if isinstance(sampler, torch.Generator):
+            sampler = TorchBinomial(sampler)
+        return torch.from_numpy(sampler.binomial(self.trials, prob.numpy()))
 
     def estimate(
         self, summed_counts: torch.Tensor, *, contributors: int, dtype: torch.dtype = torch.float32

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from vfl.errors import ProtocolError, WireError
+from vfl.privacy.binomial import ChaChaBinomial, CountSampler, TorchBinomial
 from vfl.privacy.pbm import PoissonBinomialMechanism
 from vfl.secagg import (
     KeyPair,
@@ -84,13 +85,13 @@ class PartySecureSum:
     Attributes:
         party_id: This party.
         mechanism: The PBM parameters (clip, trials, beta).
-        generator: Randomness of the mechanism.
+        sampler: Draws the mechanism's counts (its randomness).
         secure: Whether counts are masked (secure aggregation) or sent in the clear.
     """
 
     party_id: int
     mechanism: PoissonBinomialMechanism
-    generator: torch.Generator
+    sampler: CountSampler
     secure: bool = True
     _train: PartyState | None = field(default=None, repr=False)
     _eval: PartyState | None = field(default=None, repr=False)
@@ -122,7 +123,7 @@ class PartySecureSum:
 
     def train_reply(self, embedding: torch.Tensor, round_: int) -> Message:
         """PBM counts of the round's embedding, masked (or packed in the clear)."""
-        counts = self.mechanism.privatize(embedding, generator=self.generator).numpy()
+        counts = self.mechanism.privatize(embedding, sampler=self.sampler).numpy()
         if not self.secure:
             packed = pack_bits(counts, bits=self.mechanism.count_bits)
             return PackedCounts(round=round_, payload=packed)
@@ -154,23 +155,47 @@ class PartySecureSum:
         self._eval_nonce = (-1, -1)
 
     def state_dict(self) -> dict[str, Any]:
-        """The mechanism generator's state: a resumed run draws what an uninterrupted one would.
+        """The sampler's state: a resumed run draws what an uninterrupted one would.
 
-        Key material is not kept: after a restart the sessions are agreed afresh.
+        Secure-aggregation key material is not kept: after a restart the sessions are agreed
+        afresh.
         """
-        return {"generator": self.generator.get_state()}
+        return self.sampler.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue the mechanism's stream from ``state_dict``; forget the sessions."""
-        self.generator.set_state(state["generator"])
+        """Continue the sampler's stream from ``state_dict``; forget the sessions.
+
+        Raises:
+            ConfigError: if the state was written by the other sampler.
+        """
+        self.sampler.load_state_dict(state)
         self.reset()
 
 
 def mechanism_generator(seed: int, *, secure_rng: bool) -> torch.Generator:
-    """The mechanism's generator: seeded (reproducible) or from the operating system."""
+    """A torch generator: seeded (reproducible) or from 64 bits of the operating system."""
     generator = torch.Generator()
     generator.manual_seed(int.from_bytes(os.urandom(8), "little") if secure_rng else seed)
     return generator
+
+
+SAMPLERS = ("chacha", "torch")
+
+
+def count_sampler(kind: str, seed: int, *, secure_rng: bool) -> CountSampler:
+    """The PBM's count sampler ``kind`` (``SAMPLERS``), seeded or from the operating system.
+
+    ``chacha`` takes a 256-bit ChaCha20 key (from the OS, or derived from ``seed``); ``torch``
+    a Mersenne Twister seeded with 64 bits (from the OS, or ``seed``).
+
+    Raises:
+        ValueError: for a ``kind`` outside ``SAMPLERS``.
+    """
+    if kind == "chacha":
+        return ChaChaBinomial.from_os() if secure_rng else ChaChaBinomial.from_seed(seed)
+    if kind == "torch":
+        return TorchBinomial(mechanism_generator(seed, secure_rng=secure_rng))
+    raise ValueError(f"unknown PBM sampler {kind!r}; valid: {', '.join(SAMPLERS)}")
 
 
 @dataclass

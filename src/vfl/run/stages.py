@@ -23,7 +23,12 @@ from vfl.config.buildable import compressor_parameters
 from vfl.models.optim import LearningRateSchedule
 from vfl.privacy.gradient_noise import GradientNoise
 from vfl.privacy.pbm import PoissonBinomialMechanism
-from vfl.privacy.secure_sum import PartySecureSum, ServerSecureSum, mechanism_generator
+from vfl.privacy.secure_sum import (
+    PartySecureSum,
+    ServerSecureSum,
+    count_sampler,
+    mechanism_generator,
+)
 from vfl.protocol.loop import Links, LoopOptions, ServerPrivacy
 from vfl.protocol.sampler import BatchSampler
 from vfl.prune import make_schedule as make_ratio_schedule
@@ -205,15 +210,15 @@ def compress_evaluation(config: RunConfig, *, deployed: bool) -> bool:
 def party_privacy(config: RunConfig, party: int, *, deployed: bool) -> PartySecureSum | None:
     """A party's PBM stage, or ``None`` without a privacy mechanism.
 
-    With OS randomness (``noise_source``; always in a deployment) the mechanism's generator is
-    seeded from the operating system, never from ``train.seed``.
+    With OS randomness (``noise_source``; always in a deployment) the mechanism's sampler is
+    keyed from the operating system, never from ``train.seed``.
     """
     if config.privacy.mechanism != "pbm":
         return None
     os_entropy = noise_source(config, deployed=deployed) == "os"
     seed = derive_seed(config.train.seed, "pbm", party)
-    generator: torch.Generator = mechanism_generator(seed, secure_rng=os_entropy)
-    return PartySecureSum(party, mechanism(config), generator, secure=secure_aggregation(config))
+    sampler = count_sampler(config.privacy.sampler, seed, secure_rng=os_entropy)
+    return PartySecureSum(party, mechanism(config), sampler, secure=secure_aggregation(config))
 
 
 def gradient_noise(config: RunConfig, *, deployed: bool) -> GradientNoise | None:

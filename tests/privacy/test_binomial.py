@@ -1,0 +1,279 @@
+"""The PBM's count samplers: one contract for both, exactness of the bit-sliced one."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from tests.secagg.stats import chi_square_critical
+from vfl.errors import ConfigError
+from vfl.privacy import binomial, binomial_kernels
+from vfl.privacy.binomial import ChaChaBinomial, CountSampler, TorchBinomial
+from vfl.privacy.secure_sum import count_sampler
+
+SAMPLERS: dict[str, Callable[[int], CountSampler]] = {
+    "chacha": ChaChaBinomial.from_seed,
+    "chacha-numpy": lambda seed: ChaChaBinomial(ChaChaBinomial.from_seed(seed).key, compiled=False),
+    "torch": lambda seed: TorchBinomial(torch.Generator().manual_seed(seed)),
+}
+EACH_SAMPLER = pytest.mark.parametrize("kind", sorted(SAMPLERS))
+COMPILED = pytest.mark.skipif(
+    not binomial_kernels.AVAILABLE, reason="numba (the `fast` extra) is not installed"
+)
+
+PROBABILITIES = st.floats(2.0**-11, 1.0, exclude_max=True)
+
+
+def pearson_statistic(counts: np.ndarray, trials: int, p: float) -> tuple[float, int]:
+    """Pearson's statistic of ``counts`` against the Binomial(trials, p) pmf, and its df.
+
+    Values whose expected frequency is below 5 are pooled into the nearest bin that reaches it.
+    """
+    pmf = np.array(
+        [math.comb(trials, k) * p**k * (1 - p) ** (trials - k) for k in range(trials + 1)]
+    )
+    expected = pmf * len(counts)
+    observed = np.bincount(counts, minlength=trials + 1).astype(np.float64)
+    bins: list[tuple[float, float]] = []
+    held_e = held_o = 0.0
+    for e, o in zip(expected, observed, strict=True):
+        held_e, held_o = held_e + e, held_o + o
+        if held_e >= 5:
+            bins.append((held_e, held_o))
+            held_e = held_o = 0.0
+    if held_e:
+        last_e, last_o = bins.pop()
+        bins.append((last_e + held_e, last_o + held_o))
+    statistic = sum((o - e) ** 2 / e for e, o in bins)
+    return statistic, len(bins) - 1
+
+
+# The contract every sampler keeps.
+
+
+@EACH_SAMPLER
+@settings(max_examples=20, deadline=None)
+@given(
+    trials=st.integers(1, 300),
+    prob=hnp.arrays(np.float64, hnp.array_shapes(max_dims=3, max_side=9), elements=PROBABILITIES),
+)
+def test_counts_are_int64_in_range_with_the_shape_of_the_probabilities(
+    kind: str, trials: int, prob: np.ndarray
+) -> None:
+    # Prepare
+    sampler = SAMPLERS[kind](0)
+
+    # Execute
+    counts = sampler.binomial(trials, prob)
+
+    # Assert
+    assert counts.dtype == np.int64 and counts.shape == prob.shape
+    assert ((counts >= 0) & (counts <= trials)).all()
+
+
+@EACH_SAMPLER
+def test_a_resumed_sampler_draws_what_an_uninterrupted_one_draws(kind: str) -> None:
+    # Prepare
+    prob = np.linspace(0.25, 0.75, 300)
+    uninterrupted, interrupted = SAMPLERS[kind](5), SAMPLERS[kind](5)
+    interrupted.binomial(64, prob)
+    saved = interrupted.state_dict()
+    resumed = SAMPLERS[kind](99)
+
+    # Execute
+    resumed.load_state_dict(saved)
+    uninterrupted.binomial(64, prob)
+
+    # Assert
+    assert np.array_equal(resumed.binomial(64, prob), uninterrupted.binomial(64, prob))
+
+
+@EACH_SAMPLER
+def test_the_same_seed_repeats_the_draws_and_another_does_not(kind: str) -> None:
+    # Prepare
+    prob = np.full(2000, 0.5)
+
+    # Execute
+    first, again, other = (SAMPLERS[kind](s).binomial(16, prob) for s in (7, 7, 8))
+
+    # Assert
+    assert np.array_equal(first, again)
+    assert not np.array_equal(first, other)
+
+
+@EACH_SAMPLER
+@pytest.mark.parametrize(
+    ("trials", "p"), [(4, 0.25), (16, 0.5), (64, 0.3), (64, 0.75), (65, 0.6), (200, 0.4)]
+)
+def test_counts_follow_the_binomial_pmf(kind: str, trials: int, p: float) -> None:
+    # Prepare
+    sampler = SAMPLERS[kind](trials)
+
+    # Execute
+    counts = sampler.binomial(trials, np.full(50_000, p))
+
+    # Assert: Pearson's chi-square against the exact pmf, at significance 1e-3
+    statistic, df = pearson_statistic(counts, trials, p)
+    assert statistic < chi_square_critical(df), f"chi2 = {statistic:.1f} with {df} df"
+
+
+def test_the_chi_square_check_rejects_a_slightly_wrong_probability() -> None:
+    # Prepare: the negative control of the pmf test: p = 0.51 drawn, 0.5 claimed
+    counts = ChaChaBinomial.from_seed(1).binomial(64, np.full(50_000, 0.51))
+
+    # Execute
+    statistic, df = pearson_statistic(counts, 64, 0.5)
+
+    # Assert
+    assert statistic > chi_square_critical(df)
+
+
+# The bit-sliced sampler.
+
+
+@settings(max_examples=200, deadline=None)
+@given(p=PROBABILITIES)
+def test_thresholds_are_exactly_p_times_two_to_the_64(p: float) -> None:
+    # Execute
+    threshold = binomial._thresholds(np.array([p]))
+
+    # Assert
+    assert int(threshold[0]) == Fraction(p) * 2**64
+
+
+@COMPILED
+@settings(max_examples=40, deadline=None)
+@given(
+    trials=st.integers(1, 200),
+    prob=hnp.arrays(np.float64, st.integers(0, 600), elements=PROBABILITIES),
+    seed=st.integers(0, 2**31),
+)
+def test_the_compiled_loop_draws_what_the_numpy_reference_draws(
+    trials: int, prob: np.ndarray, seed: int
+) -> None:
+    # Prepare
+    key = ChaChaBinomial.from_seed(seed).key
+
+    # Execute
+    compiled = ChaChaBinomial(key, compiled=True).binomial(trials, prob)
+    reference = ChaChaBinomial(key, compiled=False).binomial(trials, prob)
+
+    # Assert
+    assert np.array_equal(compiled, reference)
+
+
+@pytest.mark.parametrize("compiled", [pytest.param(True, marks=COMPILED), False])
+def test_fetching_words_as_the_draw_goes_reads_the_same_stream(
+    compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Prepare: a draw that starts with a whole stream for its levels, and one with one word per
+    # unit, which must fetch more at almost every level
+    prob = np.random.default_rng(0).uniform(0.25, 0.75, 1000)
+    key = ChaChaBinomial.from_seed(3).key
+    whole = ChaChaBinomial(key, compiled=compiled).binomial(100, prob)
+
+    # Execute
+    monkeypatch.setattr(binomial, "FIRST_WORDS_PER_UNIT", 1)
+    piecemeal = ChaChaBinomial(key, compiled=compiled).binomial(100, prob)
+
+    # Assert
+    assert np.array_equal(whole, piecemeal)
+
+
+def test_the_extreme_probabilities_give_the_extreme_counts_almost_always() -> None:
+    # Prepare
+    sampler = ChaChaBinomial.from_seed(0)
+    below_one = np.nextafter(1.0, 0.0)
+
+    # Execute
+    high = sampler.binomial(64, np.full(1000, below_one))
+    low = sampler.binomial(64, np.full(1000, 2.0**-11))
+
+    # Assert: P(a failure among 64 trials at 1 - 2^-53) and P(more than 2 successes at 2^-11)
+    # are both below 1e-5 per coordinate
+    assert (high == 64).all()
+    assert (low <= 2).all()
+
+
+def test_each_draw_reads_a_fresh_stream() -> None:
+    # Prepare
+    sampler = ChaChaBinomial.from_seed(0)
+    prob = np.full(1000, 0.5)
+
+    # Execute
+    first, second = sampler.binomial(16, prob), sampler.binomial(16, prob)
+
+    # Assert
+    assert sampler.draws == 2
+    assert not np.array_equal(first, second)
+
+
+@pytest.mark.parametrize(
+    ("trials", "prob", "message"),
+    [
+        (0, np.full(2, 0.5), "trials must be an integer >= 1, got 0"),
+        (True, np.full(2, 0.5), "trials must be an integer >= 1, got True"),
+        (4, np.array([0.5, 1.0]), r"probability 1\.0 is outside \[2\^-11, 1\)"),
+        (4, np.array([0.5, 1e-4]), r"probability 0\.0001 is outside"),
+        (4, np.array([np.nan]), "probability nan is outside"),
+        (4, np.full(2, 0.5, dtype=np.float32), "probabilities must be float64, got float32"),
+    ],
+)
+def test_bad_arguments_are_refused_and_named(trials: int, prob: np.ndarray, message: str) -> None:
+    # Execute / Assert
+    with pytest.raises(ConfigError, match=message):
+        ChaChaBinomial.from_seed(0).binomial(trials, prob)
+
+
+def test_a_key_of_the_wrong_length_is_refused() -> None:
+    # Execute / Assert
+    with pytest.raises(ConfigError, match="a ChaCha20 key has 32 bytes, got 16"):
+        ChaChaBinomial(bytes(16))
+
+
+def test_a_checkpoint_of_the_other_sampler_is_refused_with_the_setting_to_use() -> None:
+    # Prepare
+    chacha, torch_sampler = ChaChaBinomial.from_seed(0), SAMPLERS["torch"](0)
+
+    # Execute / Assert
+    with pytest.raises(ConfigError, match=r"privacy\.sampler = 'torch'"):
+        chacha.load_state_dict(torch_sampler.state_dict())
+    with pytest.raises(ConfigError, match=r"privacy\.sampler = 'chacha'"):
+        torch_sampler.load_state_dict(chacha.state_dict())
+
+
+def test_the_torch_sampler_draws_what_torch_binomial_draws() -> None:
+    # Prepare: the draws of runs made before the ChaCha20 sampler, repeated exactly
+    prob = torch.rand(64, 32, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    before = torch.binomial(
+        torch.full_like(prob, 16.0), prob, generator=torch.Generator().manual_seed(4)
+    ).to(torch.int64)
+
+    # Execute
+    counts = TorchBinomial(torch.Generator().manual_seed(4)).binomial(16, prob.numpy())
+
+    # Assert
+    assert np.array_equal(counts, before.numpy())
+
+
+def test_os_keys_differ_between_samplers_and_from_the_seeded_key() -> None:
+    # Execute
+    first, second = (count_sampler("chacha", 0, secure_rng=True) for _ in range(2))
+
+    # Assert
+    assert isinstance(first, ChaChaBinomial) and isinstance(second, ChaChaBinomial)
+    assert len({first.key, second.key, ChaChaBinomial.from_seed(0).key}) == 3
+
+
+def test_an_unknown_sampler_is_refused_and_the_valid_ones_named() -> None:
+    # Execute / Assert
+    with pytest.raises(ValueError, match="unknown PBM sampler 'mt'; valid: chacha, torch"):
+        count_sampler("mt", 0, secure_rng=False)
