@@ -40,7 +40,9 @@ def main() -> None:
     parser.add_argument("--sides", default="before,after")
     args = parser.parse_args()
     sides = {side: runs(args.folder, side) for side in args.sides.split(",")}
-    print("| parties | code | round (ms) | round CPU (ms) | PBM + masking (ms) | share of the round |")
+    print(
+        "| parties | code | round (ms) | round CPU (ms) | PBM + masking (ms) | share of the round |"
+    )
     print("|---|---|---|---|---|---|")
     for parties in ("M=4", "M=16"):
         for side, results in sides.items():

@@ -18,7 +18,7 @@ from vfl.errors import WireError
 from vfl.wire.bitpack import pack_bits, unpack_bits
 
 pytestmark = pytest.mark.skipif(
-    not lattice_kernels.AVAILABLE, reason="numba (the `fast` extra) is not installed"
+    not lattice_kernels.available(), reason="numba (the `fast` extra) is not installed"
 )
 
 # Values in a unit span: mostly inside, some overloaded, some far outside (clipped), and exact
@@ -155,7 +155,7 @@ def test_the_quantizer_sends_and_decodes_the_same_bytes_with_and_without_the_ker
     bounds = {"low": -1.0, "high": 1.0} if fixed else {}
     quantizer = LatticeQuantizer(bits=bits, **bounds)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(lattice_kernels, "AVAILABLE", False)
+        patch.setattr(lattice_kernels, "available", lambda: False)
         reference = quantizer.compress(x, seed=seed)
         reference_out = quantizer.decompress(reference, seed=seed)
 

@@ -24,8 +24,6 @@ from vfl.deploy.messages import SetupRequest
 from vfl.deploy.party import PartyRuntime
 from vfl.deploy.state import PartyState
 from vfl.errors import ConfigError, ProtocolError
-from vfl.privacy.binomial import ChaChaBinomial
-from vfl.seeding import derive_seed
 
 PBM: Variant = VARIANTS["pbm-secure-sum"]
 
@@ -49,9 +47,31 @@ def test_vfl_server_refuses_seeded_privacy_randomness(
     )
 
 
-def setup_request(scenario: Scenario, randomness: Literal["auto", "seeded"]) -> SetupRequest:
+def test_vfl_server_refuses_the_torch_sampler(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    scenario = make_scenario(tmp_path, **PBM)
+
+    # Execute
+    status = main(["server", "--config", str(scenario.run_toml), "--set", "privacy.sampler=torch"])
+
+    # Assert
+    assert status == 2
+    assert (
+        "privacy.sampler = 'torch' is refused in a deployment: only 'chacha' draws the noise"
+        " from a cryptographic generator" in capsys.readouterr().err
+    )
+
+
+def setup_request(
+    scenario: Scenario,
+    randomness: Literal["auto", "seeded"],
+    sampler: Literal["chacha", "torch"] = "chacha",
+) -> SetupRequest:
     config, _ = load_run_config(scenario.run_toml)
-    config = replace(config, privacy=replace(config.privacy, randomness=randomness))
+    privacy = replace(config.privacy, randomness=randomness, sampler=sampler)
+    config = replace(config, privacy=privacy)
     return SetupRequest(
         round=0,
         config=to_toml(party_view(config)),
@@ -79,6 +99,24 @@ def test_a_party_refuses_a_setup_that_asks_for_seeded_noise(tmp_path: Path) -> N
     # Assert: the control: "auto" passes that check (and stops later: nothing was aligned)
     with pytest.raises(ConfigError, match="no alignment 'a1b2'"):
         runtime.handle(setup_request(scenario, "auto"))
+
+
+def test_a_party_refuses_a_setup_that_asks_for_the_torch_sampler(tmp_path: Path) -> None:
+    # Prepare
+    scenario = make_scenario(tmp_path, **PBM)
+    tables = party_tables({"train": ["a", "b"], "test": ["c"]}, seed=0)
+    runtime = PartyRuntime(1, tables, PartyState(tmp_path / "state", resume=False))
+
+    # Execute / Assert
+    with pytest.raises(ProtocolError) as caught:
+        runtime.handle(setup_request(scenario, "auto", "torch"))
+    assert str(caught.value) == (
+        "party 1 refuses the run: privacy.sampler = 'torch' is not a cryptographic generator;"
+        " a deployment draws its noise with 'chacha'"
+    )
+    # Assert: the control: "chacha" passes that check (and stops later: nothing was aligned)
+    with pytest.raises(ConfigError, match="no alignment 'a1b2'"):
+        runtime.handle(setup_request(scenario, "auto", "chacha"))
 
 
 def launched(root: Path, variant: Variant) -> Scenario:
@@ -111,15 +149,9 @@ def test_two_deployments_with_the_same_seed_draw_fresh_pbm_noise(
         assert all(same)
         return
     assert not all(same)
-    seed = load_run_config(first.run_toml)[0].train.seed
-    seeded = ChaChaBinomial.from_seed(derive_seed(seed, "pbm", 1)).key
-    keys = [
-        bytes(
-            torch.load(s.state_dir(1) / "checkpoint-0.pt", weights_only=True)["role"]["privacy"][
-                "key"
-            ].tolist()
-        )
+    # Assert: the parties' OS keys never reach their checkpoints (a restore takes a fresh one)
+    states = [
+        torch.load(s.state_dir(1) / "checkpoint-0.pt", weights_only=True)["role"]["privacy"]
         for s in (first, second)
     ]
-    assert keys[0] != keys[1]
-    assert seeded not in keys
+    assert all(state["sampler"] == "chacha" and "key" not in state for state in states)

@@ -21,12 +21,15 @@ from vfl.privacy.secure_sum import count_sampler
 
 SAMPLERS: dict[str, Callable[[int], CountSampler]] = {
     "chacha": ChaChaBinomial.from_seed,
-    "chacha-numpy": lambda seed: ChaChaBinomial(ChaChaBinomial.from_seed(seed).key, compiled=False),
+    # Another key than "chacha"'s for the same seed, so that its statistics are other draws.
+    "chacha-numpy": lambda seed: ChaChaBinomial(
+        ChaChaBinomial.from_seed(seed + 10**6).key, compiled=False
+    ),
     "torch": lambda seed: TorchBinomial(torch.Generator().manual_seed(seed)),
 }
 EACH_SAMPLER = pytest.mark.parametrize("kind", sorted(SAMPLERS))
 COMPILED = pytest.mark.skipif(
-    not binomial_kernels.AVAILABLE, reason="numba (the `fast` extra) is not installed"
+    not binomial_kernels.available(), reason="numba (the `fast` extra) is not installed"
 )
 
 PROBABILITIES = st.floats(2.0**-11, 1.0, exclude_max=True)
@@ -175,13 +178,13 @@ def test_fetching_words_as_the_draw_goes_reads_the_same_stream(
     compiled: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Prepare: a draw that starts with a whole stream for its levels, and one with one word per
-    # unit, which must fetch more at almost every level
+    # coordinate, which must fetch more at almost every level
     prob = np.random.default_rng(0).uniform(0.25, 0.75, 1000)
     key = ChaChaBinomial.from_seed(3).key
     whole = ChaChaBinomial(key, compiled=compiled).binomial(100, prob)
 
     # Execute
-    monkeypatch.setattr(binomial, "FIRST_WORDS_PER_UNIT", 1)
+    monkeypatch.setattr(binomial, "FIRST_WORDS_PER_COORDINATE", 1)
     piecemeal = ChaChaBinomial(key, compiled=compiled).binomial(100, prob)
 
     # Assert
@@ -277,3 +280,123 @@ def test_an_unknown_sampler_is_refused_and_the_valid_ones_named() -> None:
     # Execute / Assert
     with pytest.raises(ValueError, match="unknown PBM sampler 'mt'; valid: chacha, torch"):
         count_sampler("mt", 0, secure_rng=False)
+
+
+def trial_by_trial(thresholds: list[int], trials: list[int], words: list[int]) -> list[int]:
+    """Successes per coordinate, each trial decided on its own: the first bit where its uniform
+    and ``T`` differ decides it (uniform bit 0 under a 1: success), a tie in all 64 bits fails.
+
+    Bits as the sampler defines them: at each level, every coordinate with ``N`` undecided
+    trials, in coordinate order, takes the next ``ceil(N / 64)`` words, and bit ``r`` of them
+    (word by word, bit 0 first) is the next bit of its ``r``-th undecided trial.
+    """
+    open_trials = [list(range(n)) for n in trials]
+    successes = [0] * len(thresholds)
+    stream = iter(words)
+    for level in range(63, -1, -1):
+        for coordinate, threshold in enumerate(thresholds):
+            undecided = open_trials[coordinate]
+            if not undecided:
+                continue
+            drawn = 0
+            for index in range(-(-len(undecided) // 64)):
+                drawn |= next(stream) << (64 * index)
+            bit, staying = threshold >> level & 1, []
+            for rank, trial in enumerate(undecided):
+                own = drawn >> rank & 1
+                if own == bit:
+                    staying.append(trial)
+                else:
+                    successes[coordinate] += own < bit
+            open_trials[coordinate] = staying
+    return successes
+
+
+@st.composite
+def coordinates_and_words(draw: st.DrawFn) -> tuple[list[int], list[int], list[int]]:
+    """Thresholds, trials per coordinate, and a stream long enough for every level; words are
+    often all zeros or all ones, so that trials tie with the threshold for many levels."""
+    count = draw(st.integers(1, 5))
+    thresholds = draw(st.lists(st.integers(0, 2**64 - 1), min_size=count, max_size=count))
+    trials = draw(st.lists(st.integers(1, 200), min_size=count, max_size=count))
+    word = st.one_of(st.just(0), st.just(2**64 - 1), st.integers(0, 2**64 - 1))
+    length = 64 * sum(-(-n // 64) for n in trials)
+    words = draw(st.lists(word, min_size=length, max_size=length))
+    return thresholds, trials, words
+
+
+def run_levels(
+    compiled: bool, thresholds: list[int], trials: list[int], words: list[int]
+) -> tuple[np.ndarray, int, int, int]:
+    """The level loop over fresh coordinates: successes, words used, next level, still open."""
+    undecided = np.array(trials, dtype=np.int64)
+    successes = np.zeros(len(trials), dtype=np.int64)
+    arrays = (np.array(thresholds, dtype=np.uint64), np.arange(len(trials), dtype=np.int64))
+    stream = np.array(words, dtype=np.uint64)
+    if compiled:
+        left, used, level = binomial_kernels.compiled()(
+            *arrays, len(trials), undecided, successes, stream, 63
+        )
+    else:
+        still, used, level = binomial_kernels.reference_levels(
+            *arrays, undecided, successes, stream, 63
+        )
+        left = len(still)
+    return successes, used, level, left
+
+
+@pytest.mark.parametrize("compiled", [pytest.param(True, marks=COMPILED), False])
+@settings(max_examples=150, deadline=None)
+@given(case=coordinates_and_words())
+def test_each_trial_succeeds_exactly_when_its_uniform_is_below_the_threshold(
+    compiled: bool, case: tuple[list[int], list[int], list[int]]
+) -> None:
+    # Prepare
+    thresholds, trials, words = case
+
+    # Execute
+    successes, _, _, _ = run_levels(compiled, thresholds, trials, words)
+
+    # Assert
+    assert successes.tolist() == trial_by_trial(thresholds, trials, words)
+
+
+@pytest.mark.parametrize("compiled", [pytest.param(True, marks=COMPILED), False])
+def test_a_uniform_that_ties_with_the_threshold_in_every_bit_fails(compiled: bool) -> None:
+    # Prepare: every word repeats the threshold's bit in all 64 trials, level after level
+    threshold = int(Fraction(0.7) * 2**64)
+    words = [2**64 - 1 if threshold >> level & 1 else 0 for level in range(63, -1, -1)]
+
+    # Execute
+    successes, used, level, left = run_levels(compiled, [threshold], [64], words)
+
+    # Assert: all 64 levels read, no trial decided, none counted as a success
+    assert (used, level, left) == (64, -1, 1)
+    assert int(successes[0]) == 0 and trial_by_trial([threshold], [64], words) == [0]
+
+
+def test_an_os_keyed_sampler_never_saves_its_key_and_restores_under_a_fresh_one() -> None:
+    # Prepare
+    prob = np.full(2000, 0.5)
+    sampler = ChaChaBinomial.from_os()
+    sampler.binomial(16, prob)
+    state = sampler.state_dict()
+    restored = ChaChaBinomial.from_os()
+    first_key = restored.key
+
+    # Execute
+    restored.load_state_dict(state)
+
+    # Assert
+    assert "key" not in state and state["draws"] == 1
+    assert restored.key not in (first_key, sampler.key) and restored.draws == 0
+    assert not np.array_equal(restored.binomial(16, prob), sampler.binomial(16, prob))
+
+
+def test_a_seeded_sampler_refuses_the_state_of_an_os_keyed_one() -> None:
+    # Prepare
+    state = ChaChaBinomial.from_os().state_dict()
+
+    # Execute / Assert
+    with pytest.raises(ConfigError, match=r"resume it with privacy\.randomness = 'os'"):
+        ChaChaBinomial.from_seed(0).load_state_dict(state)

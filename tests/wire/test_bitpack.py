@@ -18,7 +18,7 @@ from vfl.wire.bitpack import pack_bits, packed_size, unpack_bits
 PATHS = [
     pytest.param(
         "compiled",
-        marks=pytest.mark.skipif(not bitpack_kernels.AVAILABLE, reason="numba is not installed"),
+        marks=pytest.mark.skipif(not bitpack_kernels.available(), reason="numba is not installed"),
     ),
     "numpy",
 ]
@@ -132,5 +132,5 @@ def test_the_compiled_loops_serve_the_widths_that_are_not_whole_bytes_up_to_32()
     served = [bits for bits in range(1, 65) if bitpack_kernels.serves(bits)]
 
     # Assert
-    expected = [b for b in range(1, 33) if b % 8] if bitpack_kernels.AVAILABLE else []
+    expected = [b for b in range(1, 33) if b % 8] if bitpack_kernels.available() else []
     assert served == expected

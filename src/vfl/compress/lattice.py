@@ -120,7 +120,7 @@ class LatticeQuantizer(Quantizer):
     def _encode(self, values: Array, *, seed: int, scores: torch.Tensor | None) -> bytes:
         span, header = span_of(values, self.low, self.high)
         codebook = self.codebook
-        if lattice_kernels.AVAILABLE:
+        if lattice_kernels.available():
             flat = np.ascontiguousarray(values.reshape(-1))
             # The uniform draws cell_dither makes from the same seed.
             draws = np.random.default_rng(seed).random(2 * _pairs(len(flat)))
@@ -135,7 +135,7 @@ class LatticeQuantizer(Quantizer):
         span, body = read_span(payload, self.low, self.high)
         indices = self._indices(body, shape)
         codebook = self.codebook
-        if lattice_kernels.AVAILABLE:
+        if lattice_kernels.available():
             draws = np.random.default_rng(seed).random(2 * len(indices))
             return lattice_kernels.dithered_values(codebook, indices, span, draws, math.prod(shape))
         ux, uy = cell_dither(np.random.default_rng(seed), len(indices), codebook.delta)
@@ -146,7 +146,7 @@ class LatticeQuantizer(Quantizer):
 
     def _indices(self, body: memoryview, shape: Shape) -> Codes:
         count = _pairs(math.prod(shape))
-        if lattice_kernels.AVAILABLE:
+        if lattice_kernels.available():
             indices = lattice_kernels.unpack_codes(body, 2 * self.bits, count)
         else:
             indices = unpack_bits(body, bits=2 * self.bits, count=count).astype(np.int64)

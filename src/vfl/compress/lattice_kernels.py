@@ -8,13 +8,12 @@ output is bit-identical to the reference; ``tests/compress/test_lattice_kernels.
 on random, tied, overloaded and far-outside inputs. The encoder runs as three loops, the first
 two free of data-dependent branches so that LLVM vectorises them; the decoder as one.
 
-Without numba (``pip install vfl[fast]`` adds it) ``AVAILABLE`` is False and the quantizer uses
+Without numba (``pip install vfl[fast]`` adds it) ``available()`` is False and the quantizer uses
 the numpy reference.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from collections.abc import Callable
 from functools import cache
@@ -23,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vfl import jit
 from vfl.compress.hexagonal import SQRT3, HexCodebook
 from vfl.compress.ranges import Array, Span
 from vfl.errors import WireError
@@ -32,8 +32,10 @@ from vfl.wire.bitpack import packed_size
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
 
-AVAILABLE = importlib.util.find_spec("numba") is not None
-"""Whether the compiled loops can be used (numba is installed; it is imported on first use)."""
+
+def available() -> bool:
+    """Whether the compiled loops can run (numba installed and importing; see ``vfl.jit``)."""
+    return jit.usable()
 
 
 def _dithered_nearest(
@@ -141,12 +143,9 @@ def compiled() -> tuple[Callable[..., Any], ...]:
     numba also caches the machine code on disk, so a new process loads it instead of compiling.
 
     Raises:
-        ImportError: if numba is not installed (check ``AVAILABLE`` first).
+        ImportError: if numba is not installed (check ``available()`` first).
     """
-    import numba
-
-    jit = numba.njit(cache=True, nogil=True)
-    return jit(_dithered_nearest), jit(_dithered_points)
+    return jit.njit(_dithered_nearest, _dithered_points)
 
 
 def nearest_codes(

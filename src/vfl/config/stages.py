@@ -127,8 +127,12 @@ class PrivacyConfig(Section):
             reading a ChaCha20 keystream under a 256-bit key (from the operating system, or
             derived from the seed when ``randomness`` is seeded); ``torch``: ``torch.binomial``
             with a Mersenne Twister generator seeded with 64 bits, the sampler of runs made
-            before 2026-11-25 (kept to repeat them draw for draw). Same distribution; the
-            ``chacha`` sampler is about twice as fast at b = 64.
+            before 2026-11-25 (kept to repeat them draw for draw; refused in a deployment).
+            ``chacha`` is exact by construction (integer comparisons only); ``torch.binomial``
+            approximates the Binomial law in floating point. ``chacha``'s time grows with b
+            (about 7.3 keystream words per 64 trials): about twice as fast as ``torch`` at
+            b = 64, slower from about b = 256 (16 times at b = 1024, where torch's rejection
+            sampler costs the same for any b).
         max_epsilon: A budget at ``delta``: a run whose planned epochs would spend more (PBM's
             epsilon of the features, or the gradient noise's of the labels) is refused before
             it starts, and a resumed or extended run stops at it; 0 = no budget.

@@ -318,6 +318,12 @@ def check_deployable(config: RunConfig, deployment: DeploymentConfig) -> None:
             " train.seed, so it could regenerate every party's noise; use 'auto' or 'os'",
         ),
         (
+            config.privacy.mechanism == "pbm" and config.privacy.sampler != "chacha",
+            f"privacy.sampler = {config.privacy.sampler!r} is refused in a deployment: only"
+            " 'chacha' draws the noise from a cryptographic generator (the 'torch' sampler"
+            " exists to repeat old simulation runs)",
+        ),
+        (
             config.partition.num_parties != len(deployment.parties),
             f"partition.num_parties is {config.partition.num_parties} but"
             f" [[deployment.parties]] lists {len(deployment.parties)}",

@@ -114,6 +114,12 @@ class PartyRuntime:
                 f"party {self.party_id} refuses the run: privacy.randomness = 'seeded' would derive"
                 " its noise from train.seed, a value the server chose"
             )
+        if config.privacy.mechanism == "pbm" and config.privacy.sampler != "chacha":
+            raise ProtocolError(
+                f"party {self.party_id} refuses the run: privacy.sampler ="
+                f" {config.privacy.sampler!r} is not a cryptographic generator; a deployment"
+                " draws its noise with 'chacha'"
+            )
         alignment = self.state.load_alignment(request.alignment)
         train = self.tables[0].take(alignment.rows[0])
         test = self.tables[1].take(alignment.rows[1])

@@ -4,12 +4,13 @@ A Bernoulli(p) trial succeeds when a uniform number ``U`` in ``[0, 1)`` is below
 ``U``'s bits from a random stream, most significant first, and comparing them with the bits of
 ``p`` decides the trial at the first bit where they differ, which is exact: for every float64
 ``p`` in ``[2^-11, 1)`` the product ``T = p 2^64`` is an integer, so 64 bits of ``U`` settle
-every trial but those whose 64 bits equal ``T``, and those fail (``U >= T 2^-64 = p``). The
-sampler runs 64 trials at once, one per bit of a 64-bit word (bit slicing): a coordinate's ``b``
-trials form ``ceil(b / 64)`` units, and at each level every unit with an undecided trial takes
-one word of the stream (``vfl.privacy.binomial_kernels`` defines the order). The count is the
-number of successes. About 7.3 words per 64-trial unit are used on average, against one
-``torch.binomial`` call per coordinate with its floating-point rejection steps.
+every trial but those whose 64 bits equal ``T``, and those fail (``U >= T 2^-64 = p``). A
+coordinate's undecided trials are alike, so the sampler tracks only their number: at each level
+it reads one fresh bit per undecided trial and counts the set ones (a popcount of whole 64-bit
+words), which decides how many trials succeed, fail or stay
+(``vfl.privacy.binomial_kernels`` defines the order in which words are read). Integer
+operations only, no floating-point rejection steps; about ``2 b / 64 + log2(b) + 1.3`` words of
+keystream per count.
 
 The stream is ChaCha20 (``cryptography``, OpenSSL) under a 256-bit key, with the number of the
 draw as its nonce, so every draw reads a fresh stream: in a deployment the key comes from the
@@ -39,23 +40,24 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 from vfl.errors import ConfigError
 from vfl.privacy import binomial_kernels
-from vfl.privacy.binomial_kernels import Units, Words
+from vfl.privacy.binomial_kernels import Ints as Units
+from vfl.privacy.binomial_kernels import Words
 
 KEY_BYTES = 32
 """ChaCha20's key: 256 bits."""
 
-LANES = 64
-"""Trials per unit: one per bit of a 64-bit word."""
-
-FIRST_WORDS_PER_UNIT = 8
-"""Stream words fetched per unit before the first level (7.3 are used on average for full
-units); a draw that needs more fetches them as it goes, which does not change what it reads."""
+FIRST_WORDS_PER_COORDINATE = 8
+"""Stream words fetched per coordinate before the first level, plus ``ceil((b - 64) / 28)`` for
+``b > 64``. A coordinate uses one word per level while at most 64 trials are undecided (about
+7.3 levels from 64 trials) and ``ceil(N / 64)`` at a level with ``N``: about ``b / 32 + 5`` in
+all. A draw that needs more fetches them as it goes, which does not change what it reads."""
 
 _SEED_LABEL = b"vfl/pbm-counts/v1"
 _NONCE = struct.Struct("<IQI")  # block counter 0 || u64 draw number || u32 zero
 _LAST_LEVEL = 63
 _SCALE = 2.0**64
 _FULL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_KEPT_BUFFER_BYTES = 1 << 22  # a draw's first keystream is written into a kept buffer up to this
 
 
 class CountSampler(Protocol):
@@ -81,13 +83,17 @@ class ChaChaBinomial:
     Attributes:
         key: The 256-bit ChaCha20 key.
         draws: How many draws were made (the next draw's nonce).
-        compiled: Run the numba loop (``vfl[fast]``) instead of the numpy reference; both read
-            the same words and give the same counts.
+        secret: The key came from the operating system: it is never written to a checkpoint,
+            and a restored sampler takes a fresh one (so a restart, at whatever round the
+            server restores, never replays keystream on other inputs).
+        compiled: Run the numba loop (``vfl[fast]``) or the numpy reference; both read the
+            same words and give the same counts. ``None``: the loop where numba is usable.
     """
 
     key: bytes = field(repr=False)
     draws: int = 0
-    compiled: bool = binomial_kernels.AVAILABLE
+    secret: bool = False
+    compiled: bool | None = None
     _zeros: bytes = field(default=b"", repr=False, compare=False)
     _buffer: bytearray = field(default_factory=bytearray, repr=False, compare=False)
 
@@ -104,7 +110,7 @@ class ChaChaBinomial:
     @classmethod
     def from_os(cls) -> ChaChaBinomial:
         """A sampler keyed by 256 bits from the operating system (what a deployment uses)."""
-        return cls(os.urandom(KEY_BYTES))
+        return cls(os.urandom(KEY_BYTES), secret=True)
 
     def binomial(self, trials: int, prob: npt.NDArray[np.float64]) -> Units:
         """One exact Binomial(``trials``, ``p``) count per entry of ``prob``, int64, same shape.
@@ -116,47 +122,43 @@ class ChaChaBinomial:
         if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
             raise ConfigError(f"trials must be an integer >= 1, got {trials!r}")
         thresholds = _thresholds(prob)
-        per_coordinate = math.ceil(trials / LANES)
-        unit_thresholds = np.repeat(thresholds, per_coordinate)
-        undecided = np.full(len(unit_thresholds), _FULL)
-        if trials % LANES:
-            undecided[per_coordinate - 1 :: per_coordinate] = np.uint64((1 << trials % LANES) - 1)
-        successes = np.zeros(len(unit_thresholds), dtype=np.uint64)
+        undecided = np.full(len(thresholds), trials, dtype=np.int64)
+        successes = np.zeros(len(thresholds), dtype=np.int64)
         stream = Cipher(
             algorithms.ChaCha20(self.key, _NONCE.pack(0, self.draws, 0)), mode=None
         ).encryptor()
         self.draws += 1
 
-        def fetch(count: int) -> Words:
-            return np.frombuffer(stream.update(bytes(8 * count)), dtype="<u8")
+        def refill(words: Words, used: int, active: Units) -> Words:
+            """The unread words, then at least two levels' worth more of the same stream."""
+            more = max(2 * binomial_kernels.words_needed(undecided[active]), 256)
+            return np.concatenate(
+                [words[used:], np.frombuffer(stream.update(bytes(8 * more)), dtype="<u8")]
+            )
 
-        words = self._first_words(stream, FIRST_WORDS_PER_UNIT * len(unit_thresholds))
-        active = np.arange(len(unit_thresholds), dtype=np.int64)
+        first = len(thresholds) * (FIRST_WORDS_PER_COORDINATE + math.ceil(max(trials - 64, 0) / 28))
+        words = self._first_words(stream, first)
+        active = np.arange(len(thresholds), dtype=np.int64)
         level = _LAST_LEVEL
-        if self.compiled:
-            run, popcount = binomial_kernels.compiled()
+        if binomial_kernels.available() if self.compiled is None else self.compiled:
+            run = binomial_kernels.compiled()
             remaining = len(active)
             while True:
                 remaining, used, level = run(
-                    unit_thresholds, active, remaining, undecided, successes, words, level
+                    thresholds, active, remaining, undecided, successes, words, level
                 )
                 if level < 0 or remaining == 0:
                     break
-                words = np.concatenate([words[used:], fetch(max(4 * remaining, 256))])
-            per_unit = np.empty(len(successes), dtype=np.int64)
-            popcount(successes, per_unit)
+                words = refill(words, used, active[:remaining])
         else:
             while True:
                 active, used, level = binomial_kernels.reference_levels(
-                    unit_thresholds, active, undecided, successes, words, level
+                    thresholds, active, undecided, successes, words, level
                 )
                 if level < 0 or not len(active):
                     break
-                words = np.concatenate([words[used:], fetch(max(4 * len(active), 256))])
-            per_unit = binomial_kernels.reference_popcounts(successes)
-        if per_coordinate > 1:
-            per_unit = per_unit.reshape(-1, per_coordinate).sum(axis=1)
-        counts: Units = per_unit.reshape(prob.shape)
+                words = refill(words, used, active)
+        counts: Units = successes.reshape(prob.shape)
         return counts
 
     def _first_words(self, stream: Any, count: int) -> Words:
@@ -165,6 +167,8 @@ class ChaChaBinomial:
         A fresh quarter-megabyte per draw would cost a page fault per 4 KiB.
         """
         size = 8 * count
+        if size > _KEPT_BUFFER_BYTES:  # a rare large draw (b in the thousands): not kept
+            return np.frombuffer(stream.update(bytes(size)), dtype="<u8")
         if len(self._zeros) < size:
             self._zeros = bytes(size)
             # update_into wants room for one cipher block beyond the data.
@@ -173,24 +177,32 @@ class ChaChaBinomial:
         return np.frombuffer(self._buffer, dtype="<u8", count=count)
 
     def state_dict(self) -> dict[str, Any]:
-        """The key (a uint8 tensor) and the number of draws made."""
-        return {
-            "sampler": "chacha",
-            "key": torch.frombuffer(bytearray(self.key), dtype=torch.uint8),
-            "draws": self.draws,
-        }
+        """The number of draws made and, for a seeded key only, the key (a uint8 tensor)."""
+        state: dict[str, Any] = {"sampler": "chacha", "draws": self.draws}
+        if not self.secret:
+            state["key"] = torch.frombuffer(bytearray(self.key), dtype=torch.uint8)
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue the stream from ``state_dict``.
+        """Continue a seeded stream from ``state_dict``; a secret sampler takes a fresh OS key.
 
         Raises:
             ConfigError: if ``state`` was written by another sampler (a run resumed with a
-                different ``privacy.sampler`` than it started with).
+                different ``privacy.sampler`` than it started with), or a seeded sampler is
+                given the state of a secret one (whose key was never saved).
         """
         if state.get("sampler") != "chacha":
             raise ConfigError(
                 "this checkpoint's PBM counts were drawn by the 'torch' sampler; resume it with"
                 " privacy.sampler = 'torch'"
+            )
+        if self.secret:
+            self.key, self.draws = os.urandom(KEY_BYTES), 0
+            return
+        if "key" not in state:
+            raise ConfigError(
+                "this checkpoint's PBM noise came from an operating-system key, which is never"
+                " saved; resume it with privacy.randomness = 'os'"
             )
         key = bytes(state["key"].to(torch.uint8).tolist())
         if len(key) != KEY_BYTES:

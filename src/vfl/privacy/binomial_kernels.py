@@ -1,20 +1,21 @@
-"""The bit-sliced Binomial sampler's level loop: a numpy reference and a compiled twin (numba).
+"""The exact Binomial sampler's level loop: a numpy reference and a compiled twin (numba).
 
-``vfl.privacy.binomial`` defines the sampler: every coordinate's ``b`` Bernoulli trials are
-split into units of at most 64 trials, one bit each in a 64-bit word, and each trial compares a
-uniform number with ``p`` bit by bit, most significant bit first, against ``T = p 2^64``. At
-level ``k`` (63 down to 0) every unit with a trial still undecided takes the next 64-bit word
-``W`` of the random stream, in unit order; where bit ``k`` of ``T`` is 1, the trials whose bit
-of ``W`` is 0 succeed and those with a 1 stay undecided; where it is 0, those with a 1 fail and
-those with a 0 stay undecided. Both functions here run those levels until every trial is decided
-or the words run out, and consume the words in exactly that order, so their output is identical;
-``tests/privacy/test_binomial.py`` checks it. Without numba (the ``fast`` extra) ``AVAILABLE``
-is False and the sampler runs the numpy reference.
+``vfl.privacy.binomial`` defines the sampler. Each trial compares a uniform number with ``p``
+bit by bit, most significant bit first, against ``T = p 2^64``; all of a coordinate's trials
+still undecided are alike, so only their number matters. At level ``k`` (63 down to 0) every
+coordinate with ``N > 0`` undecided trials, in coordinate order, takes the next ``ceil(N / 64)``
+64-bit words of the random stream, and the first ``N`` of their bits (word by word, bit 0 first)
+are those trials' next bits. With ``s`` of them set: where bit ``k`` of ``T`` is 1, the
+``N - s`` trials that drew a 0 succeed and the ``s`` others stay undecided; where it is 0, the
+``s`` that drew a 1 fail and the ``N - s`` others stay. Trials undecided after level 0 tie with
+``T`` in all 64 bits and fail (their uniform is at least ``p``). Both functions here run those
+levels until no trial is undecided or the words run out, reading the words in exactly that
+order, so their counts are identical (``tests/privacy/test_binomial.py``). Without numba (the
+``fast`` extra) ``available()`` is False and the sampler runs the numpy reference.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -22,40 +23,57 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-Words = npt.NDArray[np.uint64]
-Units = npt.NDArray[np.int64]
+from vfl import jit
 
-AVAILABLE = importlib.util.find_spec("numba") is not None
-"""Whether the compiled loop can be used (numba is installed; it is imported on first use)."""
+Words = npt.NDArray[np.uint64]
+Ints = npt.NDArray[np.int64]
 
 _ONE = np.uint64(1)
+_FULL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def available() -> bool:
+    """Whether the compiled loop can run (numba installed and importing; see ``vfl.jit``)."""
+    return jit.usable()
+
+
+def words_needed(undecided: Ints) -> int:
+    """The words one level takes for coordinates with these undecided counts."""
+    return int(((undecided + 63) >> 6).sum())
 
 
 def reference_levels(
     thresholds: Words,
-    active: Units,
-    undecided: Words,
-    successes: Words,
+    active: Ints,
+    undecided: Ints,
+    successes: Ints,
     words: Words,
     level: int,
-) -> tuple[Units, int, int]:
-    """Run levels ``level, level - 1, ..., 0`` over the units in ``active`` (numpy).
+) -> tuple[Ints, int, int]:
+    """Run levels ``level, level - 1, ..., 0`` over the coordinates in ``active`` (numpy).
 
-    ``undecided`` and ``successes`` (one word per unit) are updated in place. Stops early when
-    no unit is undecided or ``words`` cannot cover the next level; returns the units still
-    undecided, the words used, and the next level to run (``-1`` when all levels ran).
+    ``undecided`` and ``successes`` (one count per coordinate) are updated in place. Stops early
+    when no trial is undecided or ``words`` cannot cover the next level; returns the coordinates
+    still undecided, the words used, and the next level to run (``-1`` when all levels ran).
     """
     used = 0
     while level >= 0 and len(active):
-        if used + len(active) > len(words):
-            break
-        draw = words[used : used + len(active)]
-        used += len(active)
-        bit = (thresholds[active] >> np.uint64(level)) & _ONE
-        ones = np.uint64(0) - bit  # all ones where the threshold's bit is 1
         left = undecided[active]
-        successes[active] |= left & ~draw & ones
-        left &= ~(draw ^ ones)
+        per = (left + 63) >> 6
+        need = int(per.sum())
+        if used + need > len(words):
+            break
+        ends = np.cumsum(per) - 1
+        rest = left & 63
+        masks = np.full(need, _FULL)
+        partial = rest > 0
+        masks[ends[partial]] = (_ONE << rest[partial].astype(np.uint64)) - _ONE
+        bits = reference_popcounts(words[used : used + need] & masks)
+        used += need
+        ones = np.add.reduceat(bits, ends - per + 1)
+        one = ((thresholds[active] >> np.uint64(level)) & _ONE).astype(bool)
+        successes[active] += np.where(one, left - ones, 0)
+        left = np.where(one, ones, left - ones)
         undecided[active] = left
         active = active[left != 0]
         level -= 1
@@ -64,64 +82,75 @@ def reference_levels(
 
 def _compiled_levels(
     thresholds: Words,
-    active: Units,
+    active: Ints,
     count: int,
-    undecided: Words,
-    successes: Words,
+    undecided: Ints,
+    successes: Ints,
     words: Words,
     level: int,
 ) -> tuple[int, int, int]:
-    """``reference_levels`` as one loop; ``active[:count]`` is compacted in place."""
+    """``reference_levels`` as loops; ``active[:count]`` is compacted in place."""
     used = 0
-    available = len(words)
+    supply = len(words)
+    full = np.uint64(0xFFFFFFFFFFFFFFFF)
+    m1 = np.uint64(0x5555555555555555)
+    m2 = np.uint64(0x3333333333333333)
+    m4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+    h01 = np.uint64(0x0101010101010101)
+    need = 0
+    for a in range(count):
+        need += (undecided[active[a]] + 63) >> 6
     while level >= 0 and count > 0:
-        if used + count > available:
+        if used + need > supply:
             break
         kept = 0
+        need = 0  # the next level's, counted as this one runs
         shift = np.uint64(level)
         for a in range(count):
             unit = active[a]
-            draw = words[used]
-            used += 1
-            ones = np.uint64(0) - ((thresholds[unit] >> shift) & np.uint64(1))
             left = undecided[unit]
-            successes[unit] |= left & ~draw & ones
-            left &= ~(draw ^ ones)
+            drawn = 0  # set bits of the whole words first, then of the last one, masked
+            remaining = left
+            while remaining > 64:
+                x = words[used]
+                used += 1
+                remaining -= 64
+                x = x - ((x >> np.uint64(1)) & m1)  # a branch-free (SWAR) count of set bits
+                x = (x & m2) + ((x >> np.uint64(2)) & m2)
+                x = (x + (x >> np.uint64(4))) & m4
+                drawn += int((x * h01) >> np.uint64(56))
+            x = words[used] & (full >> np.uint64(64 - remaining))  # remaining is 1..64
+            used += 1
+            x = x - ((x >> np.uint64(1)) & m1)
+            x = (x & m2) + ((x >> np.uint64(2)) & m2)
+            x = (x + (x >> np.uint64(4))) & m4
+            ones = drawn + np.int64((x * h01) >> np.uint64(56))
+            one = np.int64((thresholds[unit] >> shift) & np.uint64(1))
+            # Branch-free: a 1 in T lets the zeros succeed and keeps the ones; a 0 fails the
+            # ones and keeps the zeros.
+            successes[unit] += one * (left - ones)
+            left = one * ones + (1 - one) * (left - ones)
             undecided[unit] = left
             active[kept] = unit  # written always, kept only if undecided: no branch to miss
             kept += left != 0
+            need += (left + 63) >> 6
         count = kept
         level -= 1
     return count, used, level
 
 
-def _popcounts(words: Words, out: Units) -> None:
-    """The number of set bits of each word (a branch-free SWAR count)."""
-    for n in range(len(words)):
-        x = words[n]
-        x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-        x = (x & np.uint64(0x3333333333333333)) + (
-            (x >> np.uint64(2)) & np.uint64(0x3333333333333333)
-        )
-        x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-        out[n] = np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
-
-
 @cache
-def compiled() -> tuple[Callable[..., Any], ...]:
-    """The level loop and the bit count, compiled by numba once per process (cached on disk).
+def compiled() -> Callable[..., Any]:
+    """The level loop, compiled by numba once per process (machine code cached on disk).
 
     Raises:
-        ImportError: if numba is not installed (check ``AVAILABLE`` first).
+        ImportError: if numba is not usable (check ``available()`` first).
     """
-    import numba
-
-    jit = numba.njit(cache=True, nogil=True)
-    return jit(_compiled_levels), jit(_popcounts)
+    return jit.njit(_compiled_levels)[0]
 
 
-def reference_popcounts(words: Words) -> Units:
+def reference_popcounts(words: Words) -> Ints:
     """The number of set bits of each word (numpy)."""
     as_bytes = words.astype("<u8").view(np.uint8).reshape(len(words), 8)
-    counts: Units = np.unpackbits(as_bytes, axis=1).sum(axis=1, dtype=np.int64)
+    counts: Ints = np.unpackbits(as_bytes, axis=1).sum(axis=1, dtype=np.int64)
     return counts

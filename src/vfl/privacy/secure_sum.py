@@ -155,10 +155,10 @@ class PartySecureSum:
         self._eval_nonce = (-1, -1)
 
     def state_dict(self) -> dict[str, Any]:
-        """The sampler's state: a resumed run draws what an uninterrupted one would.
+        """The sampler's state: a resumed seeded run draws what an uninterrupted one would.
 
-        Secure-aggregation key material is not kept: after a restart the sessions are agreed
-        afresh.
+        Neither secure-aggregation keys nor an operating-system sampler key are kept: after a
+        restart the sessions are agreed afresh and the noise is drawn under a fresh key.
         """
         return self.sampler.state_dict()
 

@@ -5,12 +5,11 @@ paths build it from whole-array shifts, several passes and temporaries per messa
 here write and read the same stream code by code in one pass, which is several times faster for
 the few thousand codes of a message (masked PBM sums, lattice codes). They serve widths up to
 ``STREAM_MAX_BITS`` that are not whole bytes; ``tests/wire/test_bitpack.py`` checks them against
-the numpy paths. Without numba (``pip install vfl[fast]`` adds it) ``AVAILABLE`` is False.
+the numpy paths. Without numba (``pip install vfl[fast]`` adds it) ``available()`` is False.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -18,11 +17,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vfl import jit
+from vfl.errors import WireError
+
 Ints = npt.NDArray[np.int64]
 Bytes = npt.NDArray[np.uint8]
 
-AVAILABLE = importlib.util.find_spec("numba") is not None
-"""Whether the compiled loops can be used (numba is installed; it is imported on first use)."""
+
+def available() -> bool:
+    """Whether the compiled loops can run (numba installed and importing; see ``vfl.jit``)."""
+    return jit.usable()
+
 
 STREAM_MAX_BITS = 32
 """The widest code the loops take: the bits held between bytes (at most 7 + 32) fit an int64."""
@@ -70,17 +75,14 @@ def compiled() -> tuple[Callable[..., Any], ...]:
     """The packer and the unpacker, compiled by numba once per process (cached on disk).
 
     Raises:
-        ImportError: if numba is not installed (check ``AVAILABLE`` first).
+        ImportError: if numba is not installed (check ``available()`` first).
     """
-    import numba
-
-    jit = numba.njit(cache=True, nogil=True)
-    return jit(_pack_stream), jit(_unpack_stream)
+    return jit.njit(_pack_stream, _unpack_stream)
 
 
 def serves(bits: int) -> bool:
     """Whether the compiled loops pack codes of ``bits`` bits (numba present, width in range)."""
-    return AVAILABLE and bits % 8 != 0 and bits <= STREAM_MAX_BITS
+    return bits % 8 != 0 and bits <= STREAM_MAX_BITS and available()
 
 
 def pack_stream(codes: Ints, bits: int) -> bytes:
@@ -90,7 +92,15 @@ def pack_stream(codes: Ints, bits: int) -> bytes:
 
 
 def unpack_stream(data: bytes | memoryview, bits: int, count: int) -> tuple[Ints, bool]:
-    """``count`` codes from ``data`` (exactly the packed size) and whether its padding is clean."""
+    """``count`` codes from ``data`` and whether its padding is clean.
+
+    Raises:
+        WireError: if ``data`` is not exactly the packed size (the loop reads without bounds
+            checks, so this is checked here too, not only by the callers).
+    """
+    expected = (count * bits + 7) // 8
+    if len(data) != expected:
+        raise WireError(f"{count} codes of {bits} bits need {expected} bytes, got {len(data)}")
     codes, clean = compiled()[1](np.frombuffer(data, dtype=np.uint8), bits, count)
     unpacked: Ints = codes
     return unpacked, bool(clean)
