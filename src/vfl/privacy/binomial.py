@@ -57,7 +57,7 @@ _NONCE = struct.Struct("<IQI")  # block counter 0 || u64 draw number || u32 zero
 _LAST_LEVEL = 63
 _SCALE = 2.0**64
 _FULL = np.uint64(0xFFFFFFFFFFFFFFFF)
-_KEPT_BUFFER_BYTES = 1 << 22  # a draw's first keystream is written into a kept buffer up to this
+_KEPT_BUFFER_BYTES = 1 << 22  # the largest first keystream of a draw, kept between draws
 
 
 class CountSampler(Protocol):
@@ -137,7 +137,8 @@ class ChaChaBinomial:
             )
 
         first = len(thresholds) * (FIRST_WORDS_PER_COORDINATE + math.ceil(max(trials - 64, 0) / 28))
-        words = self._first_words(stream, first)
+        # At most the kept buffer: a larger first fetch would pay for fresh memory every draw.
+        words = self._first_words(stream, min(first, _KEPT_BUFFER_BYTES // 8))
         active = np.arange(len(thresholds), dtype=np.int64)
         level = _LAST_LEVEL
         if binomial_kernels.available() if self.compiled is None else self.compiled:
@@ -167,8 +168,6 @@ class ChaChaBinomial:
         A fresh quarter-megabyte per draw would cost a page fault per 4 KiB.
         """
         size = 8 * count
-        if size > _KEPT_BUFFER_BYTES:  # a rare large draw (b in the thousands): not kept
-            return np.frombuffer(stream.update(bytes(size)), dtype="<u8")
         if len(self._zeros) < size:
             self._zeros = bytes(size)
             # update_into wants room for one cipher block beyond the data.
