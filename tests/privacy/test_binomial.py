@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from collections.abc import Callable
 from fractions import Fraction
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from tests.secagg.stats import chi_square_critical
+from vfl import jit
 from vfl.errors import ConfigError
 from vfl.privacy import binomial, binomial_kernels
 from vfl.privacy.binomial import ChaChaBinomial, CountSampler, TorchBinomial
@@ -282,9 +284,13 @@ def test_an_unknown_sampler_is_refused_and_the_valid_ones_named() -> None:
         count_sampler("mt", 0, secure_rng=False)
 
 
-def trial_by_trial(thresholds: list[int], trials: list[int], words: list[int]) -> list[int]:
+def trial_by_trial(
+    thresholds: list[int], trials: list[int], words: list[int], ends: list[int] | None = None
+) -> tuple[list[int], int, int]:
     """Successes per coordinate, each trial decided on its own: the first bit where its uniform
     and ``T`` differ decides it (uniform bit 0 under a 1: success), a tie in all 64 bits fails.
+    Also the words read and how many coordinates still had a trial open after level 0; ``ends``
+    collects the words read by the end of each level that read any.
 
     Bits as the sampler defines them: at each level, every coordinate with ``N`` undecided
     trials, in coordinate order, takes the next ``ceil(N / 64)`` words, and bit ``r`` of them
@@ -292,7 +298,7 @@ def trial_by_trial(thresholds: list[int], trials: list[int], words: list[int]) -
     """
     open_trials = [list(range(n)) for n in trials]
     successes = [0] * len(thresholds)
-    stream = iter(words)
+    read = 0
     for level in range(63, -1, -1):
         for coordinate, threshold in enumerate(thresholds):
             undecided = open_trials[coordinate]
@@ -300,7 +306,8 @@ def trial_by_trial(thresholds: list[int], trials: list[int], words: list[int]) -
                 continue
             drawn = 0
             for index in range(-(-len(undecided) // 64)):
-                drawn |= next(stream) << (64 * index)
+                drawn |= words[read] << (64 * index)
+                read += 1
             bit, staying = threshold >> level & 1, []
             for rank, trial in enumerate(undecided):
                 own = drawn >> rank & 1
@@ -309,19 +316,32 @@ def trial_by_trial(thresholds: list[int], trials: list[int], words: list[int]) -
                 else:
                     successes[coordinate] += own < bit
             open_trials[coordinate] = staying
-    return successes
+        if ends is not None and (not ends or ends[-1] != read):
+            ends.append(read)
+    return successes, read, sum(1 for t in open_trials if t)
+
+
+TIED, FREE = 0, 1
 
 
 @st.composite
 def coordinates_and_words(draw: st.DrawFn) -> tuple[list[int], list[int], list[int]]:
-    """Thresholds, trials per coordinate, and a stream long enough for every level; words are
-    often all zeros or all ones, so that trials tie with the threshold for many levels."""
-    count = draw(st.integers(1, 5))
+    """Thresholds, trials per coordinate (often past one or two words), and a stream long enough
+    for every level. Words are often the threshold's bit at their level in every position, so
+    that trials tie for many levels (some in all 64), or all zeros or all ones."""
+    count = draw(st.integers(1, 4))
     thresholds = draw(st.lists(st.integers(0, 2**64 - 1), min_size=count, max_size=count))
-    trials = draw(st.lists(st.integers(1, 200), min_size=count, max_size=count))
-    word = st.one_of(st.just(0), st.just(2**64 - 1), st.integers(0, 2**64 - 1))
-    length = 64 * sum(-(-n // 64) for n in trials)
-    words = draw(st.lists(word, min_size=length, max_size=length))
+    sizes = st.one_of(st.integers(1, 200), st.sampled_from([63, 64, 65, 128, 129, 200]))
+    trials = draw(st.lists(sizes, min_size=count, max_size=count))
+    tie_depth = draw(st.integers(0, 64))
+    words: list[int] = []
+    for level in range(63, -1, -1):
+        for threshold in thresholds:
+            tied = 63 - level < tie_depth
+            repeated = 2**64 - 1 if threshold >> level & 1 else 0
+            word = st.one_of(st.just(0), st.just(2**64 - 1), st.integers(0, 2**64 - 1))
+            for _ in range(4):  # at most 4 words (256 trials) per coordinate and level
+                words.append(repeated if tied else draw(word))
     return thresholds, trials, words
 
 
@@ -345,7 +365,10 @@ def run_levels(
     return successes, used, level, left
 
 
-@pytest.mark.parametrize("compiled", [pytest.param(True, marks=COMPILED), False])
+EACH_LOOP = pytest.mark.parametrize("compiled", [pytest.param(True, marks=COMPILED), False])
+
+
+@EACH_LOOP
 @settings(max_examples=150, deadline=None)
 @given(case=coordinates_and_words())
 def test_each_trial_succeeds_exactly_when_its_uniform_is_below_the_threshold(
@@ -355,24 +378,90 @@ def test_each_trial_succeeds_exactly_when_its_uniform_is_below_the_threshold(
     thresholds, trials, words = case
 
     # Execute
-    successes, _, _, _ = run_levels(compiled, thresholds, trials, words)
+    successes, used, level, left = run_levels(compiled, thresholds, trials, words)
 
-    # Assert
-    assert successes.tolist() == trial_by_trial(thresholds, trials, words)
+    # Assert: the same counts from the same words, and the same trials left tied
+    expected, read, tied = trial_by_trial(thresholds, trials, words)
+    assert successes.tolist() == expected
+    assert used == read
+    assert (level, left) == ((-1, tied) if tied else (level, 0))
 
 
-@pytest.mark.parametrize("compiled", [pytest.param(True, marks=COMPILED), False])
-def test_a_uniform_that_ties_with_the_threshold_in_every_bit_fails(compiled: bool) -> None:
-    # Prepare: every word repeats the threshold's bit in all 64 trials, level after level
-    threshold = int(Fraction(0.7) * 2**64)
-    words = [2**64 - 1 if threshold >> level & 1 else 0 for level in range(63, -1, -1)]
+@EACH_LOOP
+@settings(max_examples=60, deadline=None)
+@given(case=coordinates_and_words(), cut=st.integers(0, 4 * 64))
+def test_a_stream_that_runs_out_stops_after_the_last_level_it_can_finish(
+    compiled: bool, case: tuple[list[int], list[int], list[int]], cut: int
+) -> None:
+    # Prepare: only the first ``cut`` words are there
+    thresholds, trials, words = case
+    ends: list[int] = []
+    trial_by_trial(thresholds, trials, words, ends)
 
     # Execute
-    successes, used, level, left = run_levels(compiled, [threshold], [64], words)
+    _, used, level, left = run_levels(compiled, thresholds, trials, words[:cut])
+
+    # Assert: the loop read whole levels only, every one that fits
+    finished = [end for end in ends if end <= cut]
+    assert used == (finished[-1] if finished else 0)
+    if len(finished) < len(ends):
+        assert left > 0 and level == 63 - len(finished)
+
+
+@EACH_LOOP
+@pytest.mark.parametrize("trials", [64, 65, 200])
+def test_a_uniform_that_ties_with_the_threshold_in_every_bit_fails(
+    compiled: bool, trials: int
+) -> None:
+    # Prepare: every word repeats the threshold's bit in all its bits, level after level
+    threshold = int(Fraction(0.7) * 2**64)
+    per_level = -(-trials // 64)
+    words = [
+        2**64 - 1 if threshold >> level & 1 else 0
+        for level in range(63, -1, -1)
+        for _ in range(per_level)
+    ]
+
+    # Execute
+    successes, used, level, left = run_levels(compiled, [threshold], [trials], words)
 
     # Assert: all 64 levels read, no trial decided, none counted as a success
-    assert (used, level, left) == (64, -1, 1)
-    assert int(successes[0]) == 0 and trial_by_trial([threshold], [64], words) == [0]
+    assert (used, level, left) == (64 * per_level, -1, 1)
+    assert int(successes[0]) == 0
+    assert trial_by_trial([threshold], [trials], words) == ([0], 64 * per_level, 1)
+
+
+def test_numba_that_does_not_import_falls_back_to_numpy_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Prepare: numba found but broken (built for another numpy, say)
+    import builtins
+
+    real_import = builtins.__import__
+
+    def broken(name: str, *args: object, **kwargs: object) -> object:
+        if name == "numba":
+            raise RuntimeError("numba built against another numpy")
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", broken)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
+    jit.usable.cache_clear()
+    prob = np.random.default_rng(0).uniform(0.25, 0.75, 300)
+
+    # Execute
+    try:
+        usable = jit.usable()
+        counts = ChaChaBinomial.from_seed(4).binomial(64, prob)
+    finally:
+        monkeypatch.undo()
+        jit.usable.cache_clear()
+
+    # Assert
+    assert usable is False
+    assert "numba is installed but does not import" in caplog.text
+    reference = ChaChaBinomial(ChaChaBinomial.from_seed(4).key, compiled=False).binomial(64, prob)
+    assert np.array_equal(counts, reference)
 
 
 def test_an_os_keyed_sampler_never_saves_its_key_and_restores_under_a_fresh_one() -> None:
@@ -390,7 +479,6 @@ def test_an_os_keyed_sampler_never_saves_its_key_and_restores_under_a_fresh_one(
     # Assert
     assert "key" not in state and state["draws"] == 1
     assert restored.key not in (first_key, sampler.key) and restored.draws == 0
-    assert not np.array_equal(restored.binomial(16, prob), sampler.binomial(16, prob))
 
 
 def test_a_seeded_sampler_refuses_the_state_of_an_os_keyed_one() -> None:

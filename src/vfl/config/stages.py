@@ -130,7 +130,7 @@ class PrivacyConfig(Section):
             before 2026-11-25 (kept to repeat them draw for draw; refused in a deployment).
             ``chacha`` is exact by construction (integer comparisons only); ``torch.binomial``
             approximates the Binomial law in floating point. ``chacha``'s time grows with b
-            (about 7.3 keystream words per 64 trials): about twice as fast as ``torch`` at
+            (about b / 32 + 5 keystream words per count): about twice as fast as ``torch`` at
             b = 64, slower from about b = 256 (16 times at b = 1024, where torch's rejection
             sampler costs the same for any b).
         max_epsilon: A budget at ``delta``: a run whose planned epochs would spend more (PBM's

@@ -89,7 +89,11 @@ def _compiled_levels(
     words: Words,
     level: int,
 ) -> tuple[int, int, int]:
-    """``reference_levels`` as loops; ``active[:count]`` is compacted in place."""
+    """``reference_levels`` as loops; ``active[:count]`` is compacted in place.
+
+    Every coordinate in ``active[:count]`` must have ``undecided >= 1`` (the sampler starts them
+    at b >= 1 and drops them at 0): the last-word mask below shifts by ``64 - remaining``.
+    """
     used = 0
     supply = len(words)
     full = np.uint64(0xFFFFFFFFFFFFFFFF)
