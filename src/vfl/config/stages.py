@@ -123,16 +123,16 @@ class PrivacyConfig(Section):
             can regenerate the noise, so the run is not private; refused in a deployment, where
             the server chooses the seed); ``auto``: ``os`` in a deployment, ``seeded`` in
             simulation (the summary says so).
-        sampler: How the counts are drawn. ``chacha``: an exact bit-sliced Binomial sampler
-            reading a ChaCha20 keystream under a 256-bit key (from the operating system, or
+        sampler: How the counts are drawn. ``chacha``: an exact Binomial sampler (bit-by-bit
+            comparisons of uniforms with p, counted by popcounts) reading a ChaCha20 keystream under a 256-bit key (from the operating system, or
             derived from the seed when ``randomness`` is seeded); ``torch``: ``torch.binomial``
             with a Mersenne Twister generator seeded with 64 bits, the sampler of runs made
             before 2026-11-25 (kept to repeat them draw for draw; refused in a deployment).
             ``chacha`` is exact by construction (integer comparisons only); ``torch.binomial``
             approximates the Binomial law in floating point. ``chacha``'s time grows with b
             (about b / 32 + 5 keystream words per count): about twice as fast as ``torch`` at
-            b = 64, slower from about b = 256 (16 times at b = 1024, where torch's rejection
-            sampler costs the same for any b).
+            b = 64, slower from about b = 256 (2.7 times at b = 1024, 7 at b = 4096: torch's
+            rejection sampler costs the same for any b; docs/benchmarks.md).
         max_epsilon: A budget at ``delta``: a run whose planned epochs would spend more (PBM's
             epsilon of the features, or the gradient noise's of the labels) is refused before
             it starts, and a resumed or extended run stops at it; 0 = no budget.

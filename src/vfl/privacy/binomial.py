@@ -78,7 +78,7 @@ class CountSampler(Protocol):
 
 @dataclass
 class ChaChaBinomial:
-    """Exact bit-sliced Binomial draws from ChaCha20 keystreams (see the module docstring).
+    """Exact Binomial draws from ChaCha20 keystreams (see the module docstring).
 
     Attributes:
         key: The 256-bit ChaCha20 key.
