@@ -124,8 +124,9 @@ class PrivacyConfig(Section):
             the server chooses the seed); ``auto``: ``os`` in a deployment, ``seeded`` in
             simulation (the summary says so).
         sampler: How the counts are drawn. ``chacha``: an exact Binomial sampler (bit-by-bit
-            comparisons of uniforms with p, counted by popcounts) reading a ChaCha20 keystream under a 256-bit key (from the operating system, or
-            derived from the seed when ``randomness`` is seeded); ``torch``: ``torch.binomial``
+            comparisons of uniforms with p, counted by popcounts) reading a ChaCha20
+            keystream under a 256-bit key (from the operating system, or derived from the
+            seed when ``randomness`` is seeded); ``torch``: ``torch.binomial``
             with a Mersenne Twister generator seeded with 64 bits, the sampler of runs made
             before 2026-11-25 (kept to repeat them draw for draw; refused in a deployment).
             ``chacha`` is exact by construction (integer comparisons only); ``torch.binomial``
