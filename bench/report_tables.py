@@ -1,0 +1,79 @@
+"""Print the runtime tables of docs/benchmarks.md that come from one benchmark's raw JSON.
+
+.venv/bin/python bench/report_tables.py grpc bench/results/grpc_idle
+.venv/bin/python bench/report_tables.py optimizer bench/results/optimizer_step.json
+.venv/bin/python bench/report_tables.py sampler bench/results/sampler_by_trials.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+
+def grpc(folder: Path) -> list[str]:
+    """One row per ``run_<i>.json`` of ``bench_grpc.py --json``."""
+    lines = [
+        "| run | in-process s/epoch | gRPC s/epoch | time ratio | CPU s/epoch in-process"
+        " | gRPC (all 5 processes) | CPU ratio | wire / ledger bytes |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for path in sorted(folder.glob("run_*.json"), key=lambda p: int(p.stem.split("_")[1])):
+        r: dict[str, Any] = json.loads(path.read_text())
+        wall, cpu = r["seconds_per_epoch"], r["cpu_seconds_per_epoch"]
+        lines.append(
+            f"| {path.stem.split('_')[1]} | {wall['inproc']:.3f} | {wall['grpc']:.3f}"
+            f" | **{r['time_ratio']:.2f}** | {cpu['inproc']:.2f} | {cpu['grpc']:.2f}"
+            f" | {r['cpu_ratio']:.2f} | +{100 * r['wire_over_ledger']:.2f} % |"
+        )
+    return lines
+
+
+def optimizer(path: Path) -> list[str]:
+    """The three ways of stepping the parties, from ``bench_optimizer_step.py``."""
+    r: dict[str, Any] = json.loads(path.read_text())
+    names = {
+        "one_per_party": "one optimizer per party (today)",
+        "one_call_groups": "one optimizer, one parameter group per party",
+        "one_call": "one optimizer, one group for all parameters",
+    }
+    lines = ["| way | µs per round (median) | CPU µs per round |", "|---|---|---|"]
+    for key, name in names.items():
+        wall, cpu = r["median_us_per_round"][key], r["median_cpu_us_per_round"][key]
+        lines.append(f"| {name} | {wall:.1f} | {cpu:.1f} |")
+    return lines
+
+
+def sampler(path: Path) -> list[str]:
+    """Milliseconds per draw by trials, from ``bench_sampler.py``."""
+    r: dict[str, Any] = json.loads(path.read_text())
+    lines = [
+        "| b | chacha (ms per draw) | torch.binomial (ms) | chacha / torch |",
+        "|---|---|---|---|",
+    ]
+    for key, row in r.items():
+        if key.startswith("b="):
+            times = row["ms_per_draw"]
+            lines.append(
+                f"| {key[2:]} | {times['chacha']:.3f} | {times['torch']:.3f}"
+                f" | {row['chacha_over_torch']:.2f} |"
+            )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("table", choices=["grpc", "optimizer", "sampler"])
+    parser.add_argument("source", type=Path)
+    args = parser.parse_args()
+    print(
+        "\n".join(
+            {"grpc": grpc, "optimizer": optimizer, "sampler": sampler}[args.table](args.source)
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
