@@ -78,10 +78,7 @@ def unpack_bits(data: bytes | memoryview, *, bits: int, count: int) -> npt.NDArr
     if count == 0:
         return np.zeros(0, dtype=np.uint64)
     if bitpack_kernels.serves(bits):
-        codes, clean = bitpack_kernels.unpack_stream(data, bits, count)
-        if not clean:
-            raise WireError("non-zero padding bits after the last code")
-        return codes.view(np.uint64)
+        return bitpack_kernels.unpack_stream(data, bits, count).view(np.uint64)
     return _unpack_numpy(np.frombuffer(data, dtype=np.uint8), bits, count)
 
 

@@ -91,16 +91,18 @@ def pack_stream(codes: Ints, bits: int) -> bytes:
     return packed.tobytes()
 
 
-def unpack_stream(data: bytes | memoryview, bits: int, count: int) -> tuple[Ints, bool]:
-    """``count`` codes from ``data`` and whether its padding is clean.
+def unpack_stream(data: bytes | memoryview, bits: int, count: int) -> Ints:
+    """``count`` codes of ``bits`` bits from ``data``, as ``unpack_bits`` reads them.
 
     Raises:
-        WireError: if ``data`` is not exactly the packed size (the loop reads without bounds
-            checks, so this is checked here too, not only by the callers).
+        WireError: if ``data`` is not exactly the packed size (checked here because the loop
+            reads without bounds checks) or a padding bit after the last code is set.
     """
     expected = (count * bits + 7) // 8
     if len(data) != expected:
         raise WireError(f"{count} codes of {bits} bits need {expected} bytes, got {len(data)}")
     codes, clean = compiled()[1](np.frombuffer(data, dtype=np.uint8), bits, count)
+    if not clean:
+        raise WireError("non-zero padding bits after the last code")
     unpacked: Ints = codes
-    return unpacked, bool(clean)
+    return unpacked
