@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vfl.errors import WireError
-from vfl.transport.chunks import Assembled, Reassembler, iter_frames, parse_chunk, split_frame
+from vfl.transport.chunks import Assembled, Reassembler, parse_chunk, split_frame
 from vfl.transport.proto.vfl_pb2 import Chunk
 
 
@@ -28,10 +28,12 @@ def test_split_then_reassemble_gives_back_every_frame(
     reassembler = Reassembler(max_bytes=1000, chunk_bytes=chunk_bytes)
 
     # Execute
-    out = list(iter_frames(iter(stream), reassembler))
+    out = [reassembler.add_serialized(raw) for raw in stream]
 
     # Assert
-    assert out == [Assembled(i, f) for i, f in enumerate(frames)]
+    assert [item for item in out if item is not None] == [
+        Assembled(i, f) for i, f in enumerate(frames)
+    ]
     assert len(stream) == sum(max(1, -(-len(f) // chunk_bytes)) for f in frames)
 
 
@@ -69,14 +71,15 @@ def test_inconsistent_chunks_drop_their_message(chunks: list[Chunk], reason: str
 def test_the_stream_goes_on_after_a_bad_chunk() -> None:
     # Prepare
     good = split_frame(5, b"hello", chunk_bytes=3)
-    stream = [b"\xff\xff garbage", *good]
+    reassembler = Reassembler(max_bytes=100, chunk_bytes=3)
 
     # Execute
-    out = list(iter_frames(iter(stream), Reassembler(max_bytes=100, chunk_bytes=3)))
+    with pytest.raises(WireError, match="bytes are not a Chunk"):
+        reassembler.add_serialized(b"\xff\xff garbage")
+    out = [reassembler.add_serialized(raw) for raw in good]
 
     # Assert
-    assert isinstance(out[0], WireError)
-    assert out[1:] == [Assembled(5, b"hello")]
+    assert out == [None, Assembled(5, b"hello")]
 
 
 def test_a_serialized_chunk_larger_than_a_chunk_can_be_is_not_parsed() -> None:

@@ -300,3 +300,36 @@ def test_large_frames_travel_in_chunks_and_the_wire_counts_match_the_ledger(
     assert len(encode(EmbedRequest(round=0, ids=ids), sender=0)) == 9765
     assert 10 * 5 <= overhead <= 10 * 30  # gRPC prefix and chunk fields, per chunk
     loopback.close()
+
+
+def test_closing_ends_the_servers_event_loop_thread_and_a_second_close_is_a_no_op(
+    pki: PkiFiles,
+) -> None:
+    # Prepare: a server with a connected party; the server's loop thread is running
+    loopback = start_loopback(pki, {1: endpoint(1).handle_frame})
+    loop_thread = loopback.transport.streams._thread
+    assert loop_thread.is_alive()
+    assert not loopback.transport.request({1: Ack(round=0)}).failures
+
+    # Execute
+    loopback.close()
+    loopback.transport.close()
+
+    # Assert: the thread ended, the party's link returned, nothing failed
+    assert not loop_thread.is_alive()
+    assert not loopback.threads[1].is_alive()
+    assert loopback.errors == {}
+
+
+def test_a_link_stopped_before_it_serves_returns_at_once_without_dialing(pki: PkiFiles) -> None:
+    # Prepare: nothing listens at the address; a link that dialed would retry for 30 s
+    link = dialing_link(pki, 1, 1, give_up_s=30)
+
+    # Execute
+    link.stop()
+    started = time.monotonic()
+    link.serve()
+
+    # Assert
+    assert time.monotonic() - started < 1
+    assert link.wire.received("all") == 0

@@ -10,7 +10,6 @@ the caller logs the reason and carries on with the next message.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from vfl.errors import WireError
@@ -98,6 +97,14 @@ class Reassembler:
         self._count = 0
         self._total = 0
 
+    def add_serialized(self, raw: bytes) -> Assembled | None:
+        """Parse and take the next serialized chunk (``parse_chunk`` then ``add``).
+
+        Raises:
+            WireError: if the bytes are not a chunk or the chunk breaks the rules.
+        """
+        return self.add(parse_chunk(raw, chunk_bytes=self.chunk_bytes))
+
     def add(self, chunk: Chunk) -> Assembled | None:
         """Take the next chunk; returns the frame once its last chunk arrived.
 
@@ -173,20 +180,3 @@ class Reassembler:
         self._received = 0
         self._count = 0
         self._total = 0
-
-
-def iter_frames(
-    raw_chunks: Iterator[bytes], reassembler: Reassembler
-) -> Iterator[Assembled | WireError]:
-    """Frames from a stream of serialized chunks; bad chunks come out as ``WireError`` values.
-
-    The stream goes on after a bad chunk: the caller decides what to log and whether to stop.
-    """
-    for raw in raw_chunks:
-        try:
-            done = reassembler.add(parse_chunk(raw, chunk_bytes=reassembler.chunk_bytes))
-        except WireError as error:
-            yield error
-            continue
-        if done is not None:
-            yield done

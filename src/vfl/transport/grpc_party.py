@@ -11,17 +11,23 @@ and a server name that does not resolve before the first connection. A refusal b
 another process of the same party is connected is retried for a grace period (the other
 process may be a dead one the server has not noticed yet), then final. The party stops after
 answering ``Shutdown``.
+
+The link runs on gRPC's asyncio API, in the thread that calls ``serve``: it reads a request,
+computes the reply with the (synchronous) handler and writes the reply, all in that one thread.
+The synchronous API reads on a channel thread and writes from a request-iterator thread, which
+costs two thread hand-offs per message.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-import queue
 import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +39,6 @@ from vfl.transport.chunks import (
     DEFAULT_CHUNK_BYTES,
     Assembled,
     Reassembler,
-    iter_frames,
     split_frame,
 )
 from vfl.transport.link import METHOD, FailureReply, WireCounters, grpc_options, split_address
@@ -136,7 +141,10 @@ class PartyLink:
         )
         self._replies: OrderedDict[int, list[bytes]] = OrderedDict()
         self._stopping = threading.Event()
-        self._call: grpc.Call | None = None
+        self._call: grpc.aio.StreamStreamCall[bytes, bytes] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+        self._wake: asyncio.Event | None = None
 
     def serve(self) -> None:
         """Answer requests until ``Shutdown`` (or ``stop``), reconnecting as needed.
@@ -148,15 +156,24 @@ class PartyLink:
             ProtocolError: if the server's name does not resolve before the first connection,
                 or the server stays unreachable for ``give_up_s`` seconds.
         """
+        asyncio.run(self._serve())
+
+    async def _serve(self) -> None:
+        self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+        self._wake = asyncio.Event()
         dialing = Dialing(self.give_up_s, self.duplicate_grace_s, since=time.monotonic())
-        while True:
-            ended = self._session()
-            if ended.failure is None or self._stopping.is_set():
-                return
-            self._judge(ended, dialing)
-            delay = self.policy.delay(dialing.retry, rng=self._rng)
-            self._report(ended, dialing, delay)
-            self._stopping.wait(delay)
+        try:
+            while not self._stopping.is_set():
+                ended = await self._session()
+                if ended.failure is None or self._stopping.is_set():
+                    return
+                self._judge(ended, dialing)
+                delay = self.policy.delay(dialing.retry, rng=self._rng)
+                self._report(ended, dialing, delay)
+                with contextlib.suppress(TimeoutError):  # woken early by stop()
+                    await asyncio.wait_for(self._wake.wait(), delay)
+        finally:
+            self._loop = None
 
     def _judge(self, ended: _Ended, dialing: Dialing) -> None:
         """Count a failed attempt; raise once retrying is pointless or ``give_up_s`` passed."""
@@ -205,43 +222,65 @@ class PartyLink:
         return f"the server at {self.address} refused party {self.party_id}: {details}"
 
     def stop(self) -> None:
-        """Close the stream and make ``serve`` return (from another thread)."""
+        """Close the stream and make ``serve`` return (from any thread, or the handler)."""
         self._stopping.set()
-        call = self._call
-        if call is not None:
-            call.cancel()
+        self._on_loop(self._cancel_and_wake)
 
     def reconnect(self) -> None:
         """Drop the current stream (from any thread); ``serve`` dials again at once.
 
         Open requests are then sent again by the server and answered from the reply cache.
         """
-        call = self._call
-        if call is not None:
-            call.cancel()
+        self._on_loop(self._cancel)
 
-    def _session(self) -> _Ended:
-        outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+    def _on_loop(self, action: Callable[[], None]) -> None:
+        """Run ``action`` on the link's event loop: now if called there, else soon."""
+        loop = self._loop
+        if loop is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            action()
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: serve returned
+            loop.call_soon_threadsafe(action)
+
+    def _cancel(self) -> None:
+        if self._call is not None:
+            self._call.cancel()
+
+    def _cancel_and_wake(self) -> None:
+        self._cancel()
+        if self._wake is not None:
+            self._wake.set()
+
+    async def _session(self) -> _Ended:
         options = grpc_options(chunk_bytes=self._chunk_bytes, keepalive_s=self._keepalive_s)
-        channel = grpc.secure_channel(
+        channel = grpc.aio.secure_channel(
             self.address, self.tls.credentials(), options=[*options, *self.tls.options()]
         )
         accepted = False
+        call: grpc.aio.StreamStreamCall[bytes, bytes] | None = None
         try:
-            call = channel.stream_stream(METHOD)(iter(outbox.get, None), metadata=self._metadata())
+            call = channel.stream_stream(METHOD)(metadata=self._metadata())
             self._call = call
             if self._stopping.is_set():
                 call.cancel()
-            accepted = any(key == "vfl-accepted" for key, _ in call.initial_metadata() or ())
+            metadata = await call.initial_metadata()
+            accepted = any(key == "vfl-accepted" for key, _ in metadata or ())
             if accepted:
                 log.info("party %d connected to %s", self.party_id, self.address)
-            return self._answer_all(call, outbox)
+            return await self._answer_all(call)
         except grpc.RpcError as error:
             return self._ended(error, accepted)
+        except (asyncio.CancelledError, asyncio.InvalidStateError):
+            # a read (CancelledError) or a write (InvalidStateError) on a call that stop() or
+            # reconnect() cancelled; anything else is the task itself being cancelled
+            if call is None or not call.cancelled():
+                raise
+            return self._cancelled(accepted)
         finally:
-            outbox.put(None)
             self._call = None
-            channel.close()
+            await channel.close()
 
     def _metadata(self) -> tuple[tuple[str, str], ...]:
         pairs = [(METADATA_PARTY, str(self.party_id)), (METADATA_INSTANCE, self.instance)]
@@ -251,26 +290,26 @@ class PartyLink:
             pairs.append((METADATA_MODEL, self._model))
         return tuple(pairs)
 
-    def _answer_all(self, call: Iterator[bytes], outbox: queue.SimpleQueue[bytes | None]) -> _Ended:
+    async def _answer_all(self, call: grpc.aio.StreamStreamCall[bytes, bytes]) -> _Ended:
         reassembler = Reassembler(max_bytes=self._max_bytes, chunk_bytes=self._chunk_bytes)
-        for item in iter_frames(self._counted(call), reassembler):
-            if isinstance(item, WireError):
-                log.warning("party %d rejected a frame from the server: %s", self.party_id, item)
+        async for raw in _chunks(call):
+            self.wire.add_received("all", len(raw))
+            try:
+                item = reassembler.add_serialized(raw)
+            except WireError as error:
+                log.warning("party %d rejected a frame from the server: %s", self.party_id, error)
+                continue
+            if item is None:
                 continue
             chunks, stop = self._answer(item)
             for chunk in chunks:
                 self.wire.add_sent("all", len(chunk))
-                outbox.put(chunk)
+                await call.write(chunk)
             if stop:
-                outbox.put(None)  # half-close; the server then ends the stream
-                _drain(call)
+                await call.done_writing()  # half-close; the server then ends the stream
+                await _drain(call)
                 return _Ended(None)
         return _Ended(Attempt.LOST, "the stream ended")
-
-    def _counted(self, call: Iterator[bytes]) -> Iterator[bytes]:
-        for raw in call:
-            self.wire.add_received("all", len(raw))
-            yield raw
 
     def _answer(self, item: Assembled) -> tuple[list[bytes], bool]:
         cached = self._replies.get(item.message_id)
@@ -296,6 +335,13 @@ class PartyLink:
         while len(self._replies) > REPLY_CACHE_SIZE:
             self._replies.popitem(last=False)
         return chunks, stop
+
+    def _cancelled(self, accepted: bool) -> _Ended:
+        """How a session ended that ``stop`` or ``reconnect`` cancelled."""
+        if self._stopping.is_set():
+            return _Ended(None)
+        details = "this party dropped the stream to reconnect"
+        return _Ended(Attempt.LOST if accepted else Attempt.UNREACHABLE, details)
 
     def _ended(self, error: grpc.RpcError, accepted: bool) -> _Ended:
         if self._stopping.is_set():
@@ -324,12 +370,22 @@ def _last_error(details: str) -> str:
     return details.rsplit(": ", 1)[-1] or "no details"
 
 
-def _drain(call: Iterator[bytes]) -> None:
+async def _chunks(call: grpc.aio.StreamStreamCall[bytes, bytes]) -> AsyncIterator[bytes]:
+    """The raw chunks the server writes, until it ends the stream."""
+    while True:
+        raw = await call.read()
+        if raw is grpc.aio.EOF:
+            return
+        assert isinstance(raw, bytes)
+        yield raw
+
+
+async def _drain(call: grpc.aio.StreamStreamCall[bytes, bytes]) -> None:
     """Read a stream to its end, ignoring how it ends (after Shutdown nothing matters)."""
     try:
-        for _ in call:
+        async for _ in _chunks(call):
             pass
-    except grpc.RpcError:
+    except (grpc.RpcError, asyncio.CancelledError):
         pass
 
 

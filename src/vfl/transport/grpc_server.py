@@ -3,21 +3,29 @@
 The server hosts one gRPC method (``/vfl.v1.Link/Connect``, registered with generic handlers so
 that chunks arrive as raw bytes). Each party opens one bidirectional stream and keeps it open;
 the server admits it only after ``Authenticator.check`` and then writes requests to it. A
-reader thread per stream rebuilds frames from chunks and checks each one (size before
-buffering, structure, sender, kind for the phase, round, and the reply's type, sizes and shapes
-for its request, ``Message.check_reply``) before it settles the open request with the
-same message id; a bad frame is logged with its reason and dropped.
+reader per stream rebuilds frames from chunks and checks each one (size before buffering,
+structure, sender, kind for the phase, round, and the reply's type, sizes and shapes for its
+request, ``Message.check_reply``) before it settles the open request with the same message id;
+a bad frame is logged with its reason and dropped.
+
+The server runs on gRPC's asyncio API in one event-loop thread of its own: every stream's
+writer and reader is a task on that loop, so a request goes from the training thread to the
+loop in one hand-off (``call_soon_threadsafe``) and an exchange's replies come back in one
+(the wait is woken when the last reply settles). The synchronous API needs a pool thread to
+write each stream and another to read it, and wakes one of them per message. Services hosted
+beside the link (``vfl serve``'s scoring API) keep their synchronous handlers, which gRPC runs
+in a thread pool.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import queue
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from concurrent import futures
-from typing import NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import grpc
 
@@ -42,6 +50,10 @@ from vfl.wire import Message, decode
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+STOP_GRACE_S = 1.0
+"""How long ``close`` lets calls in flight finish before cancelling them."""
+
 _STATUS = {
     "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
     "permission_denied": grpc.StatusCode.PERMISSION_DENIED,
@@ -50,18 +62,26 @@ _STATUS = {
 
 
 class _Stream:
-    """One open stream of a party: where its requests are written."""
+    """One open stream of a party: where its requests are written.
 
-    def __init__(self, instance: str) -> None:
+    Its outbox lives on the server's event loop; ``put`` and ``close`` may be called from any
+    thread and hand the chunks to the loop.
+    """
+
+    def __init__(self, instance: str, loop: asyncio.AbstractEventLoop) -> None:
         self.instance = instance
-        self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.outbox: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._loop = loop
 
     def put(self, chunks: Sequence[bytes]) -> None:
-        for chunk in chunks:
-            self.outbox.put(chunk)
+        self._loop.call_soon_threadsafe(self._put, chunks)
 
     def close(self) -> None:
-        self.outbox.put(None)
+        self._loop.call_soon_threadsafe(self.outbox.put_nowait, None)
+
+    def _put(self, chunks: Sequence[bytes]) -> None:
+        for chunk in chunks:
+            self.outbox.put_nowait(chunk)
 
 
 class PartyStreams:
@@ -108,19 +128,32 @@ class PartyStreams:
         self._away_since: dict[int, float] = {}
         self._refusals: dict[int, str] = {}
         self._created = time.monotonic()
-        self._server = self._start(listen, tls, keepalive_s)
-
-    def _start(self, listen: str, tls: ServerTls, keepalive_s: float) -> grpc.Server:
         split_address(listen, listen=True)  # grpc would silently wrap a port out of range
+        self._pool = futures.ThreadPoolExecutor(
+            max_workers=max(1, self._service_workers), thread_name_prefix="vfl-grpc"
+        )
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="vfl-grpc-loop", daemon=True
+        )
+        self._thread.start()
+        try:
+            self._server, self.port = self._on_loop(self._start(listen, tls, keepalive_s))
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    async def _start(
+        self, listen: str, tls: ServerTls, keepalive_s: float
+    ) -> tuple[grpc.aio.Server, int]:
         handler = grpc.method_handlers_generic_handler(
             SERVICE_NAME, {METHOD_NAME: grpc.stream_stream_rpc_method_handler(self._serve)}
         )
-        workers = 2 * len(self._party_ids) + 4 + self._service_workers
-        server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vfl-grpc"),
+        server = grpc.aio.server(
+            self._pool,
             handlers=(handler, *self._services),
             options=grpc_options(chunk_bytes=self._chunk_bytes, keepalive_s=keepalive_s),
-            maximum_concurrent_rpcs=workers,
+            maximum_concurrent_rpcs=2 * len(self._party_ids) + 4 + self._service_workers,
         )
         try:
             port = int(server.add_secure_port(listen, tls.credentials()))
@@ -130,10 +163,13 @@ class PartyStreams:
             raise ConfigError(
                 f"cannot listen on {listen!r}: the address is in use, or not one of this host's"
             )
-        self.port: int = port
-        server.start()
+        await server.start()
         log.info("listening on %s (port %d)", listen, port)
-        return server
+        return server, port
+
+    def _on_loop(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run ``work`` on the server's event loop and wait for its result (from another thread)."""
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result()
 
     def wait_for_parties(self, timeout: float, parties: Sequence[int] | None = None) -> list[int]:
         """Wait up to ``timeout`` until every party (or each of ``parties``) has an open stream.
@@ -172,20 +208,23 @@ class PartyStreams:
         with self._pending.condition:
             self._pinned.clear()
 
-    def _serve(self, requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
-        party, stream = self._admit(context)
-        context.add_callback(stream.close)
-        reader = threading.Thread(
-            target=self._read, args=(party, stream, requests), name=f"vfl-read-{party}", daemon=True
-        )
-        reader.start()
-        while True:
-            chunk = stream.outbox.get()
-            if chunk is None:
-                return
-            yield chunk
+    async def _serve(
+        self, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext[bytes, bytes]
+    ) -> None:
+        """One party's stream: admit it, then write its requests while a task reads replies."""
+        party, stream = await self._admit(context)
+        reader = asyncio.create_task(self._read(party, stream, requests))
+        try:
+            while True:
+                chunk = await stream.outbox.get()
+                if chunk is None:
+                    return
+                await context.write(chunk)
+        finally:
+            reader.cancel()
+            self._detach(party, stream)
 
-    def _admit(self, context: grpc.ServicerContext) -> tuple[int, _Stream]:
+    async def _admit(self, context: grpc.aio.ServicerContext[bytes, bytes]) -> tuple[int, _Stream]:
         metadata = {str(k): str(v) for k, v in context.invocation_metadata()}
         auth = context.auth_context()
         names = [
@@ -196,24 +235,26 @@ class PartyStreams:
         try:
             party, instance = self._auth.check(metadata, names)
         except RefusedError as error:
-            self._refuse(context, error)
+            await self._refuse(context, error)
         try:
             self._auth.check_model(party, metadata)
             stream = self._attach(party, instance)
         except RefusedError as error:
             with self._pending.condition:
                 self._refusals[party] = str(error)
-            self._refuse(context, error)
+            await self._refuse(context, error)
         try:
-            context.send_initial_metadata((("vfl-accepted", "1"),))
-        except Exception:
+            await context.send_initial_metadata((("vfl-accepted", "1"),))
+        except BaseException:
             self._detach(party, stream)
             raise
         return party, stream
 
-    def _refuse(self, context: grpc.ServicerContext, error: RefusedError) -> NoReturn:
+    async def _refuse(
+        self, context: grpc.aio.ServicerContext[bytes, bytes], error: RefusedError
+    ) -> NoReturn:
         log.warning("refused a connection from %s: %s", context.peer(), error)
-        context.abort(_STATUS[error.code], str(error))
+        await context.abort(_STATUS[error.code], str(error))
         raise error  # abort raised already; this keeps the control flow explicit
 
     def refusal(self, party: int) -> str:
@@ -227,7 +268,7 @@ class PartyStreams:
         Raises:
             RefusedError: if another process of the party has an open stream.
         """
-        stream = _Stream(instance)
+        stream = _Stream(instance, self._loop)
         with self._pending.condition:
             old = self._streams.get(party)
             if old is not None and old.instance != instance:
@@ -260,10 +301,10 @@ class PartyStreams:
                 log.info("party %d disconnected", party)
         stream.close()
 
-    def _read(self, party: int, stream: _Stream, requests: Iterator[bytes]) -> None:
+    async def _read(self, party: int, stream: _Stream, requests: AsyncIterator[bytes]) -> None:
         reassembler = Reassembler(max_bytes=self._max_bytes, chunk_bytes=self._chunk_bytes)
         try:
-            for raw in requests:
+            async for raw in requests:
                 try:
                     chunk = parse_chunk(raw, chunk_bytes=self._chunk_bytes)
                     pending = self._pending.get(chunk.message_id)
@@ -350,13 +391,33 @@ class PartyStreams:
         stream.put(pending.chunks)
 
     def close(self) -> None:
-        """End every stream and stop serving."""
+        """End every stream, stop serving and end the event-loop thread (again: a no-op)."""
+        if self._loop.is_closed():
+            return
         with self._pending.condition:
             streams = list(self._streams.values())
             self._streams.clear()
         for stream in streams:
             stream.close()
-        self._server.stop(grace=1.0).wait()
+        try:
+            self._on_loop(self._stop())
+        finally:
+            self._stop_loop()
+
+    async def _stop(self) -> None:
+        await self._server.stop(grace=STOP_GRACE_S)
+        current = asyncio.current_task()
+        left = [task for task in asyncio.all_tasks() if task is not current]
+        for task in left:
+            task.cancel()
+        await asyncio.gather(*left, return_exceptions=True)
+
+    def _stop_loop(self) -> None:
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+        self._loop.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _restarted(party: int) -> PartyRestartedError:
