@@ -1,6 +1,7 @@
 """Print the runtime tables of docs/benchmarks.md that come from one benchmark's raw JSON.
 
 .venv/bin/python bench/report_tables.py grpc bench/results/grpc_idle
+.venv/bin/python bench/report_tables.py grpc-sides bench/results/grpc_asyncio
 .venv/bin/python bench/report_tables.py optimizer bench/results/optimizer_step.json
 .venv/bin/python bench/report_tables.py sampler bench/results/sampler_by_trials.json
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,28 @@ def grpc(folder: Path) -> list[str]:
             f"| {path.stem.split('_')[1]} | {wall['inproc']:.3f} | {wall['grpc']:.3f}"
             f" | **{r['time_ratio']:.2f}** | {cpu['inproc']:.2f} | {cpu['grpc']:.2f}"
             f" | {r['cpu_ratio']:.2f} | +{100 * r['wire_over_ledger']:.2f} % |"
+        )
+    return lines
+
+
+def grpc_sides(folder: Path) -> list[str]:
+    """Two versions of the code, ``<side>_<i>.json`` runs alternating: each run, then medians."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(folder.glob("*_*.json"), key=lambda p: int(p.stem.rsplit("_", 1)[1])):
+        runs.setdefault(path.stem.rsplit("_", 1)[0], []).append(json.loads(path.read_text()))
+    lines = [
+        "| code | runs | time ratio (each run) | median time ratio | median gRPC s/epoch"
+        " | median CPU s/epoch in-process | median gRPC CPU s/epoch (all 5 processes) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for side, results in runs.items():
+        ratios = [r["time_ratio"] for r in results]
+        wall = statistics.median(r["seconds_per_epoch"]["grpc"] for r in results)
+        cpu_in = statistics.median(r["cpu_seconds_per_epoch"]["inproc"] for r in results)
+        cpu = statistics.median(r["cpu_seconds_per_epoch"]["grpc"] for r in results)
+        lines.append(
+            f"| {side} | {len(results)} | {', '.join(f'{x:.2f}' for x in ratios)}"
+            f" | **{statistics.median(ratios):.2f}** | {wall:.3f} | {cpu_in:.2f} | {cpu:.2f} |"
         )
     return lines
 
@@ -65,14 +89,11 @@ def sampler(path: Path) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("table", choices=["grpc", "optimizer", "sampler"])
+    tables = {"grpc": grpc, "grpc-sides": grpc_sides, "optimizer": optimizer, "sampler": sampler}
+    parser.add_argument("table", choices=list(tables))
     parser.add_argument("source", type=Path)
     args = parser.parse_args()
-    print(
-        "\n".join(
-            {"grpc": grpc, "optimizer": optimizer, "sampler": sampler}[args.table](args.source)
-        )
-    )
+    print("\n".join(tables[args.table](args.source)))
 
 
 if __name__ == "__main__":
