@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from pathlib import Path
@@ -333,3 +334,22 @@ def test_a_link_stopped_before_it_serves_returns_at_once_without_dialing(pki: Pk
     # Assert
     assert time.monotonic() - started < 1
     assert link.wire.received("all") == 0
+
+
+def test_cancelling_a_serving_link_ends_serve_instead_of_dialing_again(pki: PkiFiles) -> None:
+    # Prepare: a connected party (Ctrl-C under asyncio.run cancels the serving task like this)
+    loopback = start_loopback(pki, {1: endpoint(1).handle_frame})
+    link = loopback.links[1]
+    assert not loopback.transport.request({1: Ack(round=0)}).failures
+    loop = link._loop
+    assert loop is not None
+
+    # Execute
+    loop.call_soon_threadsafe(lambda: [task.cancel() for task in asyncio.all_tasks(loop)])
+    loopback.threads[1].join(10)
+
+    # Assert: serve ended with the cancellation; the party did not come back
+    assert not loopback.threads[1].is_alive()
+    assert isinstance(loopback.errors[1], asyncio.CancelledError)
+    time.sleep(0.3)
+    assert 1 not in loopback.transport.connected()

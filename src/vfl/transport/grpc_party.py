@@ -145,6 +145,7 @@ class PartyLink:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._wake: asyncio.Event | None = None
+        self._dropped: grpc.aio.StreamStreamCall[bytes, bytes] | None = None
 
     def serve(self) -> None:
         """Answer requests until ``Shutdown`` (or ``stop``), reconnecting as needed.
@@ -224,14 +225,16 @@ class PartyLink:
     def stop(self) -> None:
         """Close the stream and make ``serve`` return (from any thread, or the handler)."""
         self._stopping.set()
-        self._on_loop(self._cancel_and_wake)
+        call = self._call
+        self._on_loop(lambda: self._drop(call, wake=True))
 
     def reconnect(self) -> None:
         """Drop the current stream (from any thread); ``serve`` dials again at once.
 
         Open requests are then sent again by the server and answered from the reply cache.
         """
-        self._on_loop(self._cancel)
+        call = self._call
+        self._on_loop(lambda: self._drop(call, wake=False))
 
     def _on_loop(self, action: Callable[[], None]) -> None:
         """Run ``action`` on the link's event loop: now if called there, else soon."""
@@ -244,13 +247,12 @@ class PartyLink:
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: serve returned
             loop.call_soon_threadsafe(action)
 
-    def _cancel(self) -> None:
-        if self._call is not None:
-            self._call.cancel()
-
-    def _cancel_and_wake(self) -> None:
-        self._cancel()
-        if self._wake is not None:
+    def _drop(self, call: grpc.aio.StreamStreamCall[bytes, bytes] | None, *, wake: bool) -> None:
+        """Cancel ``call`` (the stream current when asked, never a later one); wake the wait."""
+        if call is not None:
+            self._dropped = call
+            call.cancel()
+        if wake and self._wake is not None:
             self._wake.set()
 
     async def _session(self) -> _Ended:
@@ -264,7 +266,7 @@ class PartyLink:
             call = channel.stream_stream(METHOD)(metadata=self._metadata())
             self._call = call
             if self._stopping.is_set():
-                call.cancel()
+                self._drop(call, wake=False)
             metadata = await call.initial_metadata()
             accepted = any(key == "vfl-accepted" for key, _ in metadata or ())
             if accepted:
@@ -272,12 +274,20 @@ class PartyLink:
             return await self._answer_all(call)
         except grpc.RpcError as error:
             return self._ended(error, accepted)
-        except (asyncio.CancelledError, asyncio.InvalidStateError):
-            # a read (CancelledError) or a write (InvalidStateError) on a call that stop() or
-            # reconnect() cancelled; anything else is the task itself being cancelled
-            if call is None or not call.cancelled():
+        except asyncio.CancelledError:
+            # a read or write of a call that stop() or reconnect() dropped; anything else is
+            # this task being cancelled (Ctrl-C under asyncio.run), which must end serve
+            if call is None or call is not self._dropped or _cancelling():
                 raise
             return self._cancelled(accepted)
+        except asyncio.InvalidStateError:
+            # a write on a call that had already ended: dropped here, or ended by the server
+            if call is None or not call.done() or _cancelling():
+                raise
+            if call is self._dropped:
+                return self._cancelled(accepted)
+            reason = "the server ended the stream while this party wrote its reply"
+            return _Ended(Attempt.LOST if accepted else Attempt.UNREACHABLE, reason)
         finally:
             self._call = None
             await channel.close()
@@ -385,8 +395,17 @@ async def _drain(call: grpc.aio.StreamStreamCall[bytes, bytes]) -> None:
     try:
         async for _ in _chunks(call):
             pass
-    except (grpc.RpcError, asyncio.CancelledError):
+    except grpc.RpcError:
         pass
+    except asyncio.CancelledError:
+        if _cancelling():
+            raise
+
+
+def _cancelling() -> bool:
+    """Whether the running task has been asked to cancel (not just a gRPC call it awaited)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _round_of(frame: bytes) -> int:

@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 STOP_GRACE_S = 1.0
 """How long ``close`` lets calls in flight finish before cancelling them."""
+CLOSE_TIMEOUT_S = 10.0
+"""How long ``close`` waits for the server and its event loop to stop beyond the grace."""
 
 _STATUS = {
     "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
@@ -128,6 +130,7 @@ class PartyStreams:
         self._away_since: dict[int, float] = {}
         self._refusals: dict[int, str] = {}
         self._created = time.monotonic()
+        self._close_lock = threading.Lock()
         split_address(listen, listen=True)  # grpc would silently wrap a port out of range
         self._pool = futures.ThreadPoolExecutor(
             max_workers=max(1, self._service_workers), thread_name_prefix="vfl-grpc"
@@ -167,9 +170,18 @@ class PartyStreams:
         log.info("listening on %s (port %d)", listen, port)
         return server, port
 
-    def _on_loop(self, work: Coroutine[Any, Any, T]) -> T:
-        """Run ``work`` on the server's event loop and wait for its result (from another thread)."""
-        return asyncio.run_coroutine_threadsafe(work, self._loop).result()
+    def _on_loop(self, work: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``work`` on the server's event loop and wait for its result (from another thread).
+
+        Raises:
+            TimeoutError: if it took longer than ``timeout`` seconds (then it is cancelled).
+        """
+        future = asyncio.run_coroutine_threadsafe(work, self._loop)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise
 
     def wait_for_parties(self, timeout: float, parties: Sequence[int] | None = None) -> list[int]:
         """Wait up to ``timeout`` until every party (or each of ``parties``) has an open stream.
@@ -392,17 +404,20 @@ class PartyStreams:
 
     def close(self) -> None:
         """End every stream, stop serving and end the event-loop thread (again: a no-op)."""
-        if self._loop.is_closed():
-            return
-        with self._pending.condition:
-            streams = list(self._streams.values())
-            self._streams.clear()
-        for stream in streams:
-            stream.close()
-        try:
-            self._on_loop(self._stop())
-        finally:
-            self._stop_loop()
+        with self._close_lock:
+            if self._loop.is_closed():
+                return
+            with self._pending.condition:
+                streams = list(self._streams.values())
+                self._streams.clear()
+            for stream in streams:
+                stream.close()
+            try:
+                self._on_loop(self._stop(), timeout=STOP_GRACE_S + CLOSE_TIMEOUT_S)
+            except TimeoutError:
+                log.warning("the gRPC server did not stop within %.0f s", CLOSE_TIMEOUT_S)
+            finally:
+                self._stop_loop()
 
     async def _stop(self) -> None:
         await self._server.stop(grace=STOP_GRACE_S)
@@ -415,8 +430,12 @@ class PartyStreams:
     def _stop_loop(self) -> None:
         if self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join()
-        self._loop.close()
+            self._thread.join(CLOSE_TIMEOUT_S)
+        if self._thread.is_alive():
+            log.warning("the gRPC event loop did not stop within %.0f s", CLOSE_TIMEOUT_S)
+        else:
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
