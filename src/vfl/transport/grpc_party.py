@@ -150,6 +150,9 @@ class PartyLink:
     def serve(self) -> None:
         """Answer requests until ``Shutdown`` (or ``stop``), reconnecting as needed.
 
+        Runs its own asyncio event loop in the calling thread, so it cannot be called where a
+        loop already runs (from a coroutine, or a notebook's cell): use a thread there.
+
         Raises:
             RefusedError: if the server refuses this party (credentials, or a second process
                 of the same party past the grace period).
