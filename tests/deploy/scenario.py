@@ -33,7 +33,14 @@ GROUPS = (("income", "debt"), ("region", "age"), ("tenure", "calls"))
 
 ROOT = Path(__file__).resolve().parents[2]
 
-TRAINING_REQUESTS = ("EmbedRequest", "GradRequest", "CompressedGradRequest", "ViewBroadcast")
+TRAINING_REQUESTS = (
+    "EmbedRequest",
+    "GradRequest",
+    "CompressedGradRequest",
+    "GradEmbedRequest",
+    "CompressedGradEmbedRequest",
+    "ViewBroadcast",
+)
 
 
 @dataclass

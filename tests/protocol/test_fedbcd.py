@@ -12,6 +12,7 @@ from vfl.transport import Handler
 from vfl.transport.colocated import ColocatedTransport
 from vfl.wire import (
     Ack,
+    CompressedGradEmbedRequest,
     CompressedGradRequest,
     EmbedReply,
     EmbedRequest,
@@ -74,20 +75,21 @@ def test_passive_parties_never_receive_labels_features_or_other_embeddings() -> 
     for messages in received.values():
         assert {type(m) for m in messages} == {
             EmbedRequest,
+            CompressedGradEmbedRequest,  # a round's gradient with the next round's ids
             CompressedGradRequest,
             EvalRequest,
             Shutdown,
         }
         for message in messages:
-            if isinstance(message, EmbedRequest | EvalRequest):
+            if isinstance(message, EmbedRequest | EvalRequest | CompressedGradEmbedRequest):
                 assert message.ids.dtype == torch.int64
-            if isinstance(message, CompressedGradRequest):
+            if isinstance(message, CompressedGradRequest | CompressedGradEmbedRequest):
                 assert len(message.payload) == 8 + 32 * 4  # range header + 8-bit codes (B, P)
 
 
 def test_per_round_bytes_are_two_exchanges_per_passive_party() -> None:
-    # Prepare: K = 3 with party 3 active: 2 passive parties
-    simulation = train(ACTIVE, "train.shuffle=false")
+    # Prepare: K = 3 with party 3 active: 2 passive parties; every gradient on its own
+    simulation = train(ACTIVE, "train.shuffle=false", "protocol.pipeline=false")
     batch, width = 32, 4
 
     # Execute

@@ -6,6 +6,8 @@ import pytest
 import torch
 
 from tests.conftest import make_models, make_vertical_data
+from vfl.config import RunConfig
+from vfl.config.sections import ProtocolConfig
 from vfl.data.vertical import VerticalData
 from vfl.errors import DataError, ProtocolError
 from vfl.results.files import RunDirectory
@@ -18,6 +20,7 @@ from vfl.wire import (
     EmbedReply,
     EmbedRequest,
     EvalRequest,
+    GradEmbedRequest,
     GradRequest,
     Message,
     Shutdown,
@@ -28,10 +31,20 @@ ADAM = lambda params: torch.optim.Adam(params, lr=1e-2)  # noqa: E731
 
 
 def test_per_round_bytes_equal_the_encoded_messages() -> None:
-    # Prepare: 100 samples, batch 32 -> rounds of 32, 32, 32 and 4 samples; widths 4
+    # Prepare: 100 samples, batch 32 -> rounds of 32, 32, 32 and 4 samples; widths 4; every
+    # gradient on its own (tests/protocol/test_pipeline.py counts the pipelined messages)
     data = make_vertical_data(num_train=100, widths=(3, 5, 2))
     bottoms, head = make_models(data, embedding_dim=4)
-    sim = simulate(data, bottoms=bottoms, head=head, optimizer=ADAM, batch_size=32, shuffle=False)
+    unpipelined = RunConfig(protocol=ProtocolConfig(pipeline=False))
+    sim = simulate(
+        data,
+        bottoms=bottoms,
+        head=head,
+        optimizer=ADAM,
+        config=unpipelined,
+        batch_size=32,
+        shuffle=False,
+    )
 
     # Execute
     sim.trainer.train_epoch(0)
@@ -77,11 +90,11 @@ def test_parties_receive_only_ids_and_their_own_gradients() -> None:
     # Assert
     for messages in received.values():
         kinds = {type(m) for m in messages}
-        assert kinds == {EmbedRequest, GradRequest, EvalRequest, Shutdown}
+        assert kinds == {EmbedRequest, GradEmbedRequest, GradRequest, EvalRequest, Shutdown}
         for message in messages:
-            if isinstance(message, GradRequest):
+            if isinstance(message, GradRequest | GradEmbedRequest):
                 assert message.grad.shape == (16, 4)  # d loss / d (own embedding) only
-            if isinstance(message, EmbedRequest | EvalRequest):
+            if isinstance(message, EmbedRequest | EvalRequest | GradEmbedRequest):
                 assert message.ids.dtype == torch.int64  # row positions, nothing else
 
 

@@ -227,6 +227,13 @@ class ProtocolConfig(Section):
             updated embedding; private labels only).
         active_party: The party (1..M) whose features live with the label holder (FedBCD's
             party K): its exchanges stay in the server's process and cost no bytes. 0 = none.
+        pipeline: Send a round's gradients together with the next round's batch (one message
+            to each party and one reply per round instead of two of each; private labels with
+            the parallel schedule, and VFL-PBM). Every role computes exactly what it would
+            otherwise; the ledger holds fewer messages and bytes. An evaluation inside an
+            epoch and the epoch's end send the waiting gradients on their own; a checkpoint
+            keeps them, so a resumed run sends the same messages. ``false`` sends every
+            gradient on its own (the message pattern of runs made before it).
     """
 
     mode: Literal["vfl", "centralized"] = "vfl"
@@ -235,6 +242,7 @@ class ProtocolConfig(Section):
     proximal_mu: Annotated[float, Range(ge=0)] = 0.0
     schedule: Literal["parallel", "sequential"] = "parallel"
     active_party: Annotated[int, Range(ge=0)] = 0
+    pipeline: bool = True
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,17 @@ from vfl.roles.server import Server
 from vfl.transport.base import Transport
 from vfl.transport.ledger import Ledger, Phase
 from vfl.wire import (
+    SERVER_ID,
+    Ack,
     CompressedEmbedReply,
     EmbedReply,
     EmbedRequest,
     EvalRequest,
     Message,
     Shutdown,
+    decode,
+    encode,
+    pipelined,
 )
 from vfl.wire.checks import all_finite
 
@@ -82,6 +87,9 @@ class LoopOptions:
             process), or 0.
         gradient_noise: Clips and noises every gradient row sent to a party, or ``None``.
         delta: The delta of the gradient noise's reported epsilon.
+        pipeline: Inside an epoch, a round's gradients travel with the next round's batch
+            (``GradEmbedRequest``: one message to each party and one reply per round instead of
+            two of each); the parties compute exactly what they would otherwise.
     """
 
     steps: LocalSteps = field(default_factory=LocalSteps)
@@ -93,6 +101,7 @@ class LoopOptions:
     active_party: int = 0
     gradient_noise: GradientNoise | None = None
     delta: float = 1e-5
+    pipeline: bool = False
 
 
 class ServerLoop(ABC):
@@ -127,6 +136,8 @@ class ServerLoop(ABC):
         self.options = options or LoopOptions()
         self.rounds = 0
         self.label_accountant = RdpAccountant()  # the gradient noise's releases, if any
+        self._defer = False  # this round's gradients may wait for the next round's batch
+        self._deferred: dict[int, Message] = {}  # gradients waiting for it, by party
 
     @property
     def ledger(self) -> Ledger:
@@ -169,11 +180,17 @@ class ServerLoop(ABC):
         """Run one epoch of rounds from round ``start`` of it on; returns the mean training loss."""
         total = 0.0
         batches = self.sampler.epoch(epoch, start)
-        for ids in batches:
-            loss = self.train_round(ids)
+        last = len(batches) - 1
+        for index, ids in enumerate(batches):
+            self._defer = self.options.pipeline and index < last
+            try:
+                loss = self.train_round(ids)
+            finally:
+                self._defer = False
             total += loss
             if on_round is not None:
                 on_round(loss)
+        self.flush()
         if self.options.gradient_noise is not None:  # every sample's gradient went out once more
             self.label_accountant.compose(self.options.gradient_noise.event())
         return total / len(batches)
@@ -231,22 +248,63 @@ class ServerLoop(ABC):
         expected: type[R] | tuple[type[R], ...],
         phase: Phase,
     ) -> dict[int, R]:
-        """Send ``messages``, stop on any failure, and check the replies' types."""
+        """Send ``messages``, stop on any failure, and check the replies' types.
+
+        An evaluation first sends the gradients that wait for the next round's batch, so that
+        it meets every party updated on every round so far.
+        """
+        if phase == "eval":
+            self.flush()
         return self.transport.request(messages, phase=phase).replies_of(expected)
 
     def request_embeddings(
         self, ids: torch.Tensor, expected: type[R] | tuple[type[R], ...]
     ) -> dict[int, R]:
-        """Every party's upload of the round's batch ``ids`` (embeddings, payloads or counts)."""
+        """Every party's upload of the round's batch ``ids`` (embeddings, payloads or counts).
+
+        A party whose gradient of the previous round is waiting gets both in one request.
+        """
         request = EmbedRequest(round=self.rounds, ids=ids)
-        return self.ask(dict.fromkeys(self.server.party_ids, request), expected, "train")
+        deferred, self._deferred = self._deferred, {}
+        messages = {
+            p: pipelined(deferred[p], request) if p in deferred else request
+            for p in self.server.party_ids
+        }
+        return self.ask(messages, expected, "train")
+
+    def send_gradients(self, messages: Mapping[int, Message]) -> None:
+        """Send each party its gradient message of this round and wait for every ``Ack``.
+
+        Inside an epoch with ``LoopOptions.pipeline``, the messages wait instead and travel with
+        the next round's batch (``request_embeddings``), or go out on their own at ``flush``.
+        """
+        if self._defer:
+            self._deferred = dict(messages)
+            return
+        self.ask(messages, Ack, "train")
+
+    def flush(self) -> None:
+        """Send the gradients that wait for the next round's batch now, on their own.
+
+        Called before anything that needs the parties up to date: an evaluation (``ask`` in the
+        ``eval`` phase) and the end of an epoch.
+        """
+        if self._deferred:
+            messages, self._deferred = self._deferred, {}
+            self.ask(messages, Ack, "train")
 
     def state_dict(self) -> dict[str, Any]:
-        """Server state, round counter and ledger (and the gradient noise's, if any)."""
+        """Server state, round counter, ledger, waiting gradients (and the gradient noise's).
+
+        Gradients that wait for the next round's batch are kept as their encoded frames, so a
+        resumed run sends exactly the messages an uninterrupted one sends (the parties keep
+        the round they wait on in their own state).
+        """
         state = {
             "server": self.server.state_dict(),
             "rounds": self.rounds,
             "ledger": self.ledger.state_dict(),
+            "waiting": {p: _frame_tensor(m) for p, m in self._deferred.items()},
         }
         if self.options.gradient_noise is not None:
             state["gradient_noise"] = self.options.gradient_noise.state_dict()
@@ -255,6 +313,8 @@ class ServerLoop(ABC):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from ``state_dict``."""
+        waiting = state.get("waiting", {})
+        self._deferred = {int(p): _message(frame) for p, frame in waiting.items()}
         self.server.load_state_dict(state["server"])
         self.rounds = int(state["rounds"])
         self.ledger.load_state_dict(state["ledger"])
@@ -263,8 +323,23 @@ class ServerLoop(ABC):
             self.label_accountant.load_state_dict(state["label_accountant"])
 
     def close(self) -> None:
-        """Tell every party training is over."""
+        """Tell every party training is over.
+
+        Gradients still waiting are not sent: a run closes with some only when it stopped
+        inside an epoch, and then its checkpoint holds them for the resumed run.
+        """
+        self._deferred = {}
         self.transport.request(
             {p: Shutdown(round=self.rounds) for p in self.server.party_ids}, phase="setup"
         )
         self.transport.close()
+
+
+def _frame_tensor(message: Message) -> torch.Tensor:
+    """A server message as its encoded frame in a tensor (checkpoints hold tensors, not objects)."""
+    return torch.frombuffer(bytearray(encode(message, sender=SERVER_ID)), dtype=torch.uint8)
+
+
+def _message(frame: torch.Tensor) -> Message:
+    """The message a checkpointed frame holds (``_frame_tensor``'s inverse)."""
+    return decode(frame.numpy().tobytes()).message

@@ -84,7 +84,7 @@ class PrivateSumTraining(SplitLearning):
         width = next(iter(self.server.embedding_dims.values()))
         total = self.secure_sum.estimate_sum(dict(replies), (len(ids), width))
         loss, grad = self.server.train_on_sum(ids, total, self.options.steps)
-        self.ask({p: self.gradient_message(r, p, grad) for p in parties}, Ack, "train")
+        self.send_gradients({p: self.gradient_message(r, p, grad) for p in parties})
         return loss
 
     def train_epoch(

@@ -48,7 +48,7 @@ class SplitLearning(ServerLoop):
             del grads[active]
         else:
             loss, grads = self.server.train_step(ids, embeddings, self.options.steps)
-        self.ask({p: self.gradient_message(r, p, g) for p, g in grads.items()}, Ack, "train")
+        self.send_gradients({p: self.gradient_message(r, p, g) for p, g in grads.items()})
         if active:
             self.active_block_steps(embeddings)
         return loss

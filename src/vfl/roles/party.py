@@ -24,6 +24,7 @@ from vfl.models.optim import LearningRateSchedule
 from vfl.privacy.secure_sum import PartySecureSum
 from vfl.prune.lightweight import Lightweighting
 from vfl.roles.local import LocalSteps, block_steps, gradient_steps, view_steps
+from vfl.roles.pending import PendingRound, SavedRound
 from vfl.roles.shared import ActiveBlock, SharedLabels, decode_view, load_vector
 from vfl.wire import (
     SPLIT_TEST,
@@ -31,10 +32,12 @@ from vfl.wire import (
     Ack,
     ActiveBlockRequest,
     CompressedEmbedReply,
+    CompressedGradEmbedRequest,
     CompressedGradRequest,
     EmbedReply,
     EmbedRequest,
     EvalRequest,
+    GradEmbedRequest,
     GradRequest,
     Message,
     PublicKeyDirectory,
@@ -112,7 +115,8 @@ class Party:
         self.model = model
         self.optimizer = optimizer
         self.options = options or PartyOptions()
-        self._pending: _Pending | None = None
+        self._pending: PendingRound | None = None
+        self._saved: SavedRound | None = None  # an open round read back from a checkpoint
         self._batch: tuple[int, torch.Tensor] | None = None  # the round's ids, kept for refresh
         self._last_round = -1
         self._scores: torch.Tensor | None = None  # |d loss / d H| per column, for top-k
@@ -124,6 +128,10 @@ class Party:
             return self._embed(message)
         if isinstance(message, GradRequest | CompressedGradRequest):
             return self._apply_grad(message)
+        if isinstance(message, GradEmbedRequest | CompressedGradEmbedRequest):
+            step, embed = message.split()  # exactly the two requests it stands for, in order
+            self._apply_grad(step)
+            return self._embed(embed)
         if isinstance(message, ViewBroadcast):
             return self._apply_view(message)
         if isinstance(message, ActiveBlockRequest):
@@ -135,7 +143,7 @@ class Party:
         if isinstance(message, EvalRequest):
             return self._evaluate(message)
         if isinstance(message, Shutdown):
-            self._pending = None
+            self._pending = self._saved = None
             return Ack(round=message.round)
         raise ProtocolError(f"party {self.party_id} cannot handle {type(message).__name__}")
 
@@ -153,13 +161,12 @@ class Party:
             self.model, self.optimizer = lightweight.start_round(
                 self.model, self.optimizer, request.round
             )
-        if not self.model.training:
-            self.model.train()
         if self.options.learning_rate is not None:
             self.options.learning_rate.apply(self.optimizer, request.round)
-        embedding = self.model(self._rows(SPLIT_TRAIN, ids))  # (B, P)
+        rng = torch.get_rng_state()
+        embedding = self._train_forward(ids)  # (B, P)
         self._compute_seconds = time.perf_counter() - started
-        self._pending = _Pending(request.round, ids, embedding)
+        self._pending = PendingRound(request.round, ids, embedding, rng)
         self._batch = (request.round, ids)
         if self.options.privacy is not None:
             return self.options.privacy.train_reply(embedding.detach(), request.round)
@@ -193,8 +200,17 @@ class Party:
         embedding = self.model(self._rows(SPLIT_TRAIN, self._batch[1]))
         return self._upload(embedding, request.round, REFRESH)
 
-    def _take_pending(self, message: Message) -> _Pending:
-        pending = self._pending
+    def _train_forward(self, ids: torch.Tensor) -> torch.Tensor:
+        if not self.model.training:
+            self.model.train()
+        embedding: torch.Tensor = self.model(self._rows(SPLIT_TRAIN, ids))
+        return embedding
+
+    def _take_pending(self, message: Message) -> PendingRound:
+        pending, saved = self._pending, self._saved
+        self._saved = None
+        if pending is None and saved is not None and saved.round == message.round:
+            pending = saved.embed_again(self._train_forward)  # restored between two messages
         if pending is None or pending.round != message.round:
             expected = "none pending" if pending is None else f"round {pending.round}"
             raise WireError(
@@ -221,7 +237,7 @@ class Party:
         self._record_compute(pending, time.perf_counter() - started)
         return Ack(round=request.round)
 
-    def _record_compute(self, pending: _Pending, seconds: float) -> None:
+    def _record_compute(self, pending: PendingRound, seconds: float) -> None:
         lightweight = self.options.lightweight
         if lightweight is not None:
             steps = self.options.steps.count
@@ -237,7 +253,7 @@ class Party:
             )
 
     def _received_grad(
-        self, request: GradRequest | CompressedGradRequest, pending: _Pending
+        self, request: GradRequest | CompressedGradRequest, pending: PendingRound
     ) -> torch.Tensor:
         shape = tuple(pending.embedding.shape)
         if isinstance(request, CompressedGradRequest):
@@ -375,15 +391,19 @@ class Party:
     def state_dict(self) -> dict[str, Any]:
         """Everything a resumed run needs to continue as an uninterrupted one would.
 
-        Model and optimizer, the last round, the top-k selection scores, the pruning state and
-        the privacy mechanism's generator. Schedules (bits, ratios, learning rates) and message
-        seeds are functions of the round, so they hold no state of their own.
+        Model and optimizer, the last round, the round embedded and not yet updated on (with
+        pipelined rounds its gradient may still wait at the server), the top-k selection
+        scores, the pruning state and the privacy mechanism's generator. Schedules (bits,
+        ratios, learning rates) and message seeds are functions of the round, so they hold no
+        state of their own.
         """
         lightweight = self.options.lightweight
+        pending = self._pending.state_dict() if self._pending is not None else None
         return {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "last_round": self._last_round,
+            "pending": pending,
             "scores": self._scores,
             "lightweight": None if lightweight is None else lightweight.state_dict(),
             "privacy": None if self.options.privacy is None else self.options.privacy.state_dict(),
@@ -401,14 +421,6 @@ class Party:
         self._last_round = int(state["last_round"])
         self._scores = state.get("scores")
         self._pending = None
+        self._saved = SavedRound.from_state(state.get("pending"))
         if self.options.privacy is not None:
             self.options.privacy.load_state_dict(state["privacy"])
-
-
-@dataclass(frozen=True)
-class _Pending:
-    """The round a party has embedded and is waiting to update on."""
-
-    round: int
-    ids: torch.Tensor
-    embedding: torch.Tensor  # with its graph, for the first local step

@@ -30,10 +30,12 @@ from vfl.transport.ledger import Phase
 from vfl.wire import (
     SPLIT_TRAIN,
     CompressedEmbedReply,
+    CompressedGradEmbedRequest,
     CompressedGradRequest,
     EmbedReply,
     EmbedRequest,
     EvalRequest,
+    GradEmbedRequest,
     GradRequest,
     MaskedCounts,
     Message,
@@ -112,7 +114,11 @@ class PartyObserver:
     def __call__(self, message: Message) -> Message:
         """Let the party answer, then report what it accepted."""
         reply = self.handler(message)
-        self.listener(self._delivery(message))
+        if isinstance(message, GradEmbedRequest | CompressedGradEmbedRequest):
+            for part in message.split():  # what it carries, as the two requests it stands for
+                self.listener(self._delivery(part))
+        else:
+            self.listener(self._delivery(message))
         return reply
 
     def _delivery(self, message: Message) -> Delivery:
@@ -192,6 +198,7 @@ class ObservingTransport(Transport):
         replies: Mapping[int, Message],
         phase: str,
     ) -> list[Delivery]:
+        requests = {p: _batch_part(m) for p, m in requests.items()}
         first = next(iter(requests.values()), None)
         if isinstance(first, EmbedRequest):
             self._batch = first.ids
@@ -216,6 +223,13 @@ class ObservingTransport(Transport):
             )
             for party, reply in replies.items()
         ]
+
+
+def _batch_part(request: Message) -> Message:
+    """The request whose replies the server receives: a pipelined request's ``EmbedRequest``."""
+    if isinstance(request, GradEmbedRequest | CompressedGradEmbedRequest):
+        return request.split()[1]
+    return request
 
 
 def _decoded(

@@ -275,6 +275,7 @@ def loop_options(
         active_party=config.protocol.active_party,
         gradient_noise=gradient_noise(config, deployed=deployed),
         delta=config.privacy.delta,
+        pipeline=config.protocol.pipeline,
     )
 
 

@@ -177,6 +177,83 @@ class CompressedGradRequest(Message):
     payload: bytes
 
 
+@register(kind=7)
+@dataclass(frozen=True)
+class GradEmbedRequest(Message):
+    """Server to party: the previous round's gradient, then this round's batch (pipelined rounds).
+
+    One message instead of a ``GradRequest`` for round ``round - 1``, its ``Ack``, and the
+    ``EmbedRequest`` of round ``round``: the party steps on ``grad`` exactly as on that
+    ``GradRequest``, then embeds ``ids`` and answers as to that ``EmbedRequest``.
+
+    Attributes:
+        grad: d loss / d embedding of round ``round - 1``'s batch, shape ``(B, P)``.
+        ids: Round ``round``'s row positions, shape ``(B,)``, sent bit-packed.
+    """
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = EmbedRequest.REPLIES
+    grad: torch.Tensor
+    ids: Ids
+
+    def split(self) -> tuple[GradRequest, EmbedRequest]:
+        """The two requests this one stands for, each with its own round."""
+        return GradRequest(round=_previous(self), grad=self.grad), EmbedRequest(
+            round=self.round, ids=self.ids
+        )
+
+
+@register(kind=15)
+@dataclass(frozen=True)
+class CompressedGradEmbedRequest(Message):
+    """Server to party: ``GradEmbedRequest`` with the gradient compressed (``payload``).
+
+    Attributes:
+        payload: Round ``round - 1``'s compressed d loss / d embedding.
+        ids: Round ``round``'s row positions, shape ``(B,)``, sent bit-packed.
+    """
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = EmbedRequest.REPLIES
+    payload: bytes
+    ids: Ids
+
+    def split(self) -> tuple[CompressedGradRequest, EmbedRequest]:
+        """The two requests this one stands for, each with its own round."""
+        return CompressedGradRequest(round=_previous(self), payload=self.payload), EmbedRequest(
+            round=self.round, ids=self.ids
+        )
+
+
+PipelinedRequest = GradEmbedRequest | CompressedGradEmbedRequest
+"""A gradient of the previous round carried together with the next round's batch."""
+
+
+def pipelined(step: Message, embed: EmbedRequest) -> PipelinedRequest:
+    """One request carrying ``step`` (a round's gradient) and ``embed`` (the next round's batch).
+
+    Raises:
+        ValueError: if ``step`` is not a gradient request or ``embed`` is not of the next round.
+    """
+    if step.round + 1 != embed.round:
+        raise ValueError(
+            f"a round-{step.round} gradient travels only with round {step.round + 1}'s batch,"
+            f" not round {embed.round}'s"
+        )
+    if isinstance(step, GradRequest):
+        return GradEmbedRequest(round=embed.round, grad=step.grad, ids=embed.ids)
+    if isinstance(step, CompressedGradRequest):
+        return CompressedGradEmbedRequest(round=embed.round, payload=step.payload, ids=embed.ids)
+    raise ValueError(f"only a gradient request travels with a batch, not {type(step).__name__}")
+
+
+def _previous(request: Message) -> int:
+    if request.round < 1:
+        raise WireError(
+            f"{type(request).__name__} of round {request.round} carries the gradient of a round"
+            " before the first"
+        )
+    return request.round - 1
+
+
 @register(kind=12)
 @dataclass(frozen=True)
 class ViewBroadcast(Message):
