@@ -19,13 +19,13 @@ from vfl.privacy.gradient_noise import GradientNoise
 from vfl.privacy.secure_sum import ServerSecureSum
 from vfl.protocol.base import RoundCallback
 from vfl.protocol.sampler import BatchSampler, chunks
+from vfl.protocol.waiting import WaitingGradients
 from vfl.results.metrics import evaluate_logits
 from vfl.roles.local import LocalSteps
 from vfl.roles.server import Server
 from vfl.transport.base import Transport
 from vfl.transport.ledger import Ledger, Phase
 from vfl.wire import (
-    SERVER_ID,
     Ack,
     CompressedEmbedReply,
     EmbedReply,
@@ -33,9 +33,6 @@ from vfl.wire import (
     EvalRequest,
     Message,
     Shutdown,
-    decode,
-    encode,
-    pipelined,
 )
 from vfl.wire.checks import all_finite
 
@@ -137,7 +134,7 @@ class ServerLoop(ABC):
         self.rounds = 0
         self.label_accountant = RdpAccountant()  # the gradient noise's releases, if any
         self._defer = False  # this round's gradients may wait for the next round's batch
-        self._deferred: dict[int, Message] = {}  # gradients waiting for it, by party
+        self.waiting = WaitingGradients()
 
     @property
     def ledger(self) -> Ledger:
@@ -265,11 +262,7 @@ class ServerLoop(ABC):
         A party whose gradient of the previous round is waiting gets both in one request.
         """
         request = EmbedRequest(round=self.rounds, ids=ids)
-        deferred, self._deferred = self._deferred, {}
-        messages = {
-            p: pipelined(deferred[p], request) if p in deferred else request
-            for p in self.server.party_ids
-        }
+        messages = self.waiting.with_batch(request, self.server.party_ids)
         return self.ask(messages, expected, "train")
 
     def send_gradients(self, messages: Mapping[int, Message]) -> None:
@@ -279,7 +272,7 @@ class ServerLoop(ABC):
         the next round's batch (``request_embeddings``), or go out on their own at ``flush``.
         """
         if self._defer:
-            self._deferred = dict(messages)
+            self.waiting.keep(messages)
             return
         self.ask(messages, Ack, "train")
 
@@ -289,22 +282,20 @@ class ServerLoop(ABC):
         Called before anything that needs the parties up to date: an evaluation (``ask`` in the
         ``eval`` phase) and the end of an epoch.
         """
-        if self._deferred:
-            messages, self._deferred = self._deferred, {}
-            self.ask(messages, Ack, "train")
+        if self.waiting:
+            self.ask(self.waiting.take(), Ack, "train")
 
     def state_dict(self) -> dict[str, Any]:
         """Server state, round counter, ledger, waiting gradients (and the gradient noise's).
 
-        Gradients that wait for the next round's batch are kept as their encoded frames, so a
-        resumed run sends exactly the messages an uninterrupted one sends (the parties keep
-        the round they wait on in their own state).
+        A resumed run then sends exactly the messages an uninterrupted one sends (the parties
+        keep the round they wait on in their own state).
         """
         state = {
             "server": self.server.state_dict(),
             "rounds": self.rounds,
             "ledger": self.ledger.state_dict(),
-            "waiting": {p: _frame_tensor(m) for p, m in self._deferred.items()},
+            "waiting": self.waiting.state_dict(),
         }
         if self.options.gradient_noise is not None:
             state["gradient_noise"] = self.options.gradient_noise.state_dict()
@@ -313,8 +304,7 @@ class ServerLoop(ABC):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from ``state_dict``."""
-        waiting = state.get("waiting", {})
-        self._deferred = {int(p): _message(frame) for p, frame in waiting.items()}
+        self.waiting.load_state_dict(state.get("waiting", {}))
         self.server.load_state_dict(state["server"])
         self.rounds = int(state["rounds"])
         self.ledger.load_state_dict(state["ledger"])
@@ -328,18 +318,8 @@ class ServerLoop(ABC):
         Gradients still waiting are not sent: a run closes with some only when it stopped
         inside an epoch, and then its checkpoint holds them for the resumed run.
         """
-        self._deferred = {}
+        self.waiting.take()
         self.transport.request(
             {p: Shutdown(round=self.rounds) for p in self.server.party_ids}, phase="setup"
         )
         self.transport.close()
-
-
-def _frame_tensor(message: Message) -> torch.Tensor:
-    """A server message as its encoded frame in a tensor (checkpoints hold tensors, not objects)."""
-    return torch.frombuffer(bytearray(encode(message, sender=SERVER_ID)), dtype=torch.uint8)
-
-
-def _message(frame: torch.Tensor) -> Message:
-    """The message a checkpointed frame holds (``_frame_tensor``'s inverse)."""
-    return decode(frame.numpy().tobytes()).message
