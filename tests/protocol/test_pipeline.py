@@ -7,6 +7,7 @@ protocol variant; it sends one request and one reply per party and round instead
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,11 @@ from vfl.cli import main
 from vfl.config import RunConfig
 from vfl.config.sections import ProtocolConfig
 from vfl.errors import ProtocolError, WireError
-from vfl.roles.pending import PendingRound, SavedRound
+from vfl.protocol.waiting import WaitingGradients
+from vfl.roles.pending import PendingRound, SavedRound, generator_states
 from vfl.run.api import clone_modules, simulate
+from vfl.run.folders import resumed_config
+from vfl.run.observe import Delivery, PartyObserver
 from vfl.transport.base import PartyEndpoint
 from vfl.wire import (
     SERVER_ID,
@@ -232,24 +236,30 @@ def test_a_failed_step_in_a_pipelined_round_stops_the_run() -> None:
 
 
 def test_a_restored_open_round_draws_what_its_first_forward_pass_drew() -> None:
-    # Prepare: a bottom with dropout, embedded once with the generator's state kept
+    # Prepare: a bottom with dropout and BatchNorm, embedded once with the generators' states kept
     torch.manual_seed(3)
-    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Dropout(0.5))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(6, 8), torch.nn.BatchNorm1d(8), torch.nn.Dropout(0.5)
+    )
     rows, ids = torch.randn(10, 6), torch.tensor([1, 4, 7])
-    rng = torch.get_rng_state()
+    rng = generator_states(torch.device("cpu"))
     first = model(rows[ids])
     saved = SavedRound.from_state(PendingRound(5, ids, first, rng).state_dict())
     assert saved is not None
     after_first = torch.get_rng_state()
+    statistics = [b.clone() for b in model.buffers()]
 
     # Execute
-    again = saved.embed_again(lambda batch: model(rows[batch]))
+    again = saved.embed_again(model, lambda batch: model(rows[batch]), torch.device("cpu"))
 
-    # Assert: the same dropout draws, and the global generator is left where it was
+    # Assert: the same dropout draws; the global generator and the running statistics are
+    # left where the first pass left them
     assert again.round == 5 and torch.equal(again.ids, ids)
     assert torch.equal(again.embedding, first)
     assert torch.equal(torch.get_rng_state(), after_first)
+    assert all(torch.equal(a, b) for a, b in zip(model.buffers(), statistics, strict=True))
     assert not torch.equal(model(rows[ids]), first)  # negative control: fresh draws differ
+    assert not all(torch.equal(a, b) for a, b in zip(model.buffers(), statistics, strict=True))
 
 
 def test_a_checkpoint_between_a_rounds_two_messages_resumes_to_the_same_models() -> None:
@@ -273,9 +283,73 @@ def test_a_checkpoint_between_a_rounds_two_messages_resumes_to_the_same_models()
     with pytest.raises(KeyboardInterrupt):
         stopped.trainer.train_epoch(0, on_round=stop_after_round_1)
     assert saved[0]["trainer"]["waiting"]  # round 1's gradients were still waiting
-    resumed.load_state_dict(saved[0])
+    file = io.BytesIO()
+    torch.save(saved[0], file)
+    file.seek(0)
+    resumed.load_state_dict(torch.load(file, weights_only=True))
     resumed.trainer.train_epoch(0, start=2)
 
     # Assert
     assert_same_state(resumed.state_dict()["parties"], straight.state_dict()["parties"])
     assert_same_state(resumed.trainer.state_dict(), straight.trainer.state_dict())
+
+
+def test_waiting_gradients_are_never_dropped() -> None:
+    # Prepare
+    waiting = WaitingGradients()
+    waiting.keep({1: GradRequest(round=4, grad=torch.zeros(2, 1))})
+
+    # Execute / Assert: a second round's gradients, or a batch not asked of the waiting party
+    with pytest.raises(ProtocolError, match="round \\[4\\] still wait"):
+        waiting.keep({1: GradRequest(round=5, grad=torch.zeros(2, 1))})
+    with pytest.raises(ProtocolError, match="parties \\[1\\]"):
+        waiting.with_batch(EmbedRequest(round=5, ids=torch.arange(2)), (2, 3))
+
+
+def test_an_attack_observer_reports_a_waiting_gradient_after_a_restore() -> None:
+    # Prepare: party 1 embeds round 0 and is checkpointed; a fresh party and observer restore it
+    data = make_vertical_data(num_train=32, widths=(3, 5))
+    bottoms, head = make_models(data, embedding_dim=4)
+    sim = simulate(data, bottoms=bottoms, head=head, optimizer=ADAM, batch_size=8)
+    party = sim.parties[0]
+    party.handle(EmbedRequest(round=0, ids=torch.tensor([3, 1, 4, 1, 5, 9, 2, 6])))
+    state = party.state_dict()
+    fresh_bottoms, fresh_head = make_models(data, embedding_dim=4)
+    fresh = simulate(data, bottoms=fresh_bottoms, head=fresh_head, optimizer=ADAM, batch_size=8)
+    restored = fresh.parties[0]
+    restored.load_state_dict(state)
+    seen: list[Delivery] = []
+    observer = PartyObserver(
+        1,
+        restored.handle,
+        seen.append,
+        gradient=None,
+        seeds=restored.options.seeds,
+        width=4,
+        open_ids=restored.open_round_ids,
+    )
+    grad = torch.randn(8, 4)
+
+    # Execute: round 0's gradient arrives with round 1's batch
+    observer(GradEmbedRequest(round=1, grad=grad, ids=torch.arange(8)))
+
+    # Assert: the gradient is reported with round 0's ids, then round 1's batch
+    assert [(d.kind, d.round) for d in seen] == [("GradRequest", 0), ("EmbedRequest", 1)]
+    assert seen[0].ids is not None and seen[0].ids.tolist() == [3, 1, 4, 1, 5, 9, 2, 6]
+    assert seen[0].tensor is not None and torch.equal(seen[0].tensor, grad)
+
+
+def test_a_run_folder_from_before_pipelined_rounds_resumes_without_them(tmp_path: Path) -> None:
+    # Prepare: a saved config without protocol.pipeline, as every run folder before it has
+    (tmp_path / "config.toml").write_text('[protocol]\nmode = "vfl"\n[train]\nepochs = 3\n')
+    current = tmp_path / "current"
+    current.mkdir()
+    (current / "config.toml").write_text("[protocol]\npipeline = true\n")
+
+    # Execute
+    old = resumed_config(tmp_path, [])
+    new = resumed_config(current, [])
+
+    # Assert
+    assert old.protocol.pipeline is False
+    assert new.protocol.pipeline is True  # negative control: a saved key is kept as it is

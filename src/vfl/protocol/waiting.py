@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 import torch
 
+from vfl.errors import ProtocolError
 from vfl.wire import SERVER_ID, EmbedRequest, Message, decode, encode, pipelined
 
 
@@ -26,7 +27,14 @@ class WaitingGradients:
         return bool(self._messages)
 
     def keep(self, messages: Mapping[int, Message]) -> None:
-        """Hold ``messages`` (by party) for the next round's batch."""
+        """Hold ``messages`` (by party) for the next round's batch.
+
+        Raises:
+            ProtocolError: if messages of an earlier round still wait (they would be lost).
+        """
+        if self._messages:
+            rounds = sorted({m.round for m in self._messages.values()})
+            raise ProtocolError(f"gradients of round {rounds} still wait; send them first")
         self._messages = dict(messages)
 
     def take(self) -> dict[int, Message]:
@@ -35,8 +43,15 @@ class WaitingGradients:
         return messages
 
     def with_batch(self, request: EmbedRequest, parties: tuple[int, ...]) -> dict[int, Message]:
-        """Each party's request for ``request``'s batch, carrying its waiting gradient if any."""
+        """Each party's request for ``request``'s batch, carrying its waiting gradient if any.
+
+        Raises:
+            ProtocolError: if a gradient waits for a party not asked for the batch.
+        """
         waiting = self.take()
+        if not waiting.keys() <= set(parties):
+            stranded = sorted(waiting.keys() - set(parties))
+            raise ProtocolError(f"gradients wait for parties {stranded}, not asked for a batch")
         return {p: pipelined(waiting[p], request) if p in waiting else request for p in parties}
 
     def state_dict(self) -> dict[int, torch.Tensor]:

@@ -24,7 +24,7 @@ from vfl.models.optim import LearningRateSchedule
 from vfl.privacy.secure_sum import PartySecureSum
 from vfl.prune.lightweight import Lightweighting
 from vfl.roles.local import LocalSteps, block_steps, gradient_steps, view_steps
-from vfl.roles.pending import PendingRound, SavedRound
+from vfl.roles.pending import PendingRound, SavedRound, generator_states
 from vfl.roles.shared import ActiveBlock, SharedLabels, decode_view, load_vector
 from vfl.wire import (
     SPLIT_TEST,
@@ -163,10 +163,11 @@ class Party:
             )
         if self.options.learning_rate is not None:
             self.options.learning_rate.apply(self.optimizer, request.round)
-        rng = torch.get_rng_state()
+        rng = generator_states(self.device)
         embedding = self._train_forward(ids)  # (B, P)
         self._compute_seconds = time.perf_counter() - started
         self._pending = PendingRound(request.round, ids, embedding, rng)
+        self._saved = None  # a later round is open now
         self._batch = (request.round, ids)
         if self.options.privacy is not None:
             return self.options.privacy.train_reply(embedding.detach(), request.round)
@@ -206,11 +207,18 @@ class Party:
         embedding: torch.Tensor = self.model(self._rows(SPLIT_TRAIN, ids))
         return embedding
 
+    def open_round_ids(self, round_: int) -> torch.Tensor | None:
+        """The ids of ``round_`` if this party embedded it and waits to update on it."""
+        for open_round in (self._pending, self._saved):
+            if open_round is not None and open_round.round == round_:
+                return open_round.ids
+        return None
+
     def _take_pending(self, message: Message) -> PendingRound:
         pending, saved = self._pending, self._saved
-        self._saved = None
         if pending is None and saved is not None and saved.round == message.round:
-            pending = saved.embed_again(self._train_forward)  # restored between two messages
+            pending = saved.embed_again(self.model, self._train_forward, self.device)
+            self._saved = None
         if pending is None or pending.round != message.round:
             expected = "none pending" if pending is None else f"round {pending.round}"
             raise WireError(

@@ -62,8 +62,20 @@ def resumed_config(run_dir: Path, overrides: Sequence[str]) -> RunConfig:
             raise ConfigError(
                 f"--set {key} cannot change on resume; only {', '.join(RESUMABLE_KEYS)} can"
             )
-    saved = read_toml(run_dir / CONFIG)
+    saved = as_made(read_toml(run_dir / CONFIG))
     return from_mapping(RunConfig, merge(saved, parse_overrides(overrides)))
+
+
+def as_made(saved: dict[str, Any]) -> dict[str, Any]:
+    """A saved run config with the behaviour it was made with where a later key changed it.
+
+    A run folder written before pipelined rounds has no ``protocol.pipeline``: it resumes with
+    ``false``, the message pattern it started with, not with today's default.
+    """
+    protocol = saved.get("protocol")
+    if isinstance(protocol, dict) and "pipeline" not in protocol:
+        return {**saved, "protocol": {**protocol, "pipeline": False}}
+    return saved
 
 
 def check_unchanged(trained: str, config: RunConfig, run_dir: Path) -> None:
@@ -75,7 +87,7 @@ def check_unchanged(trained: str, config: RunConfig, run_dir: Path) -> None:
         ConfigError: naming every changed field, its old and new value.
     """
     try:
-        before = from_mapping(RunConfig, tomllib.loads(trained))
+        before = from_mapping(RunConfig, as_made(tomllib.loads(trained)))
     except (ConfigError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(
             f"the config kept in the checkpoint of {str(run_dir)!r} no longer loads ({error});"

@@ -95,6 +95,9 @@ class PartyObserver:
         gradient: The party's gradient codec (``None``: gradients arrive as float32).
         seeds: The party's message seeds (to decode compressed gradients, as it does).
         width: Its embedding width (the shape of the gradients it receives).
+        open_ids: The ids of a round the party embedded and waits to update on, or ``None``
+            (``Party.open_round_ids``): what a gradient of that round is about, also after a
+            restore between the round's embedding and its gradient.
     """
 
     def __init__(
@@ -106,40 +109,45 @@ class PartyObserver:
         gradient: TensorCodec | None,
         seeds: MessageSeeds,
         width: int,
+        open_ids: Callable[[int], torch.Tensor | None],
     ) -> None:
         self.party_id, self.handler, self.listener = party_id, handler, listener
         self._codec, self._seeds, self._width = gradient, seeds, width
-        self._batch: torch.Tensor | None = None  # the ids of the round's EmbedRequest
+        self._open_ids = open_ids
 
     def __call__(self, message: Message) -> Message:
-        """Let the party answer, then report what it accepted."""
-        reply = self.handler(message)
+        """Let the party answer, then report what it accepted.
+
+        A pipelined request is reported as the two requests it stands for.
+        """
+        parts: tuple[Message, ...] = (message,)
         if isinstance(message, GradEmbedRequest | CompressedGradEmbedRequest):
-            for part in message.split():  # what it carries, as the two requests it stands for
-                self.listener(self._delivery(part))
-        else:
-            self.listener(self._delivery(message))
+            parts = message.split()
+        step_ids = self._open_ids(parts[0].round)  # before the party moves on to another round
+        reply = self.handler(message)
+        for part in parts:
+            self.listener(self._delivery(part, step_ids))
         return reply
 
-    def _delivery(self, message: Message) -> Delivery:
+    def _delivery(self, message: Message, step_ids: torch.Tensor | None) -> Delivery:
         kind, own = type(message).__name__, (self.party_id,)
         if isinstance(message, EmbedRequest):
-            self._batch = message.ids
             return Delivery(message.round, "train", kind, own, ids=_copy(message.ids))
         if isinstance(message, EvalRequest):
             ids = _copy(message.ids)
             return Delivery(message.round, "eval", kind, own, ids=ids, split=message.split)
         if isinstance(message, GradRequest | CompressedGradRequest):
-            grad = self._gradient(message)
-            return Delivery(message.round, "train", kind, own, _copy(self._batch), tensor=grad)
+            assert step_ids is not None  # the party accepted a gradient of its open round
+            grad = self._gradient(message, len(step_ids))
+            return Delivery(message.round, "train", kind, own, _copy(step_ids), tensor=grad)
         return Delivery(message.round, "setup", kind, own)
 
-    def _gradient(self, message: GradRequest | CompressedGradRequest) -> torch.Tensor:
+    def _gradient(self, message: GradRequest | CompressedGradRequest, batch: int) -> torch.Tensor:
         if isinstance(message, GradRequest):
             return message.grad.detach().clone()
-        assert self._codec is not None and self._batch is not None  # the party accepted it
+        assert self._codec is not None  # the party accepted it
         seed = self._seeds.for_message("gradient", message.round, self.party_id)
-        shape = (len(self._batch), self._width)
+        shape = (batch, self._width)
         return self._codec.decode(message.payload, shape=shape, seed=seed, round_=message.round)
 
 
@@ -155,6 +163,7 @@ def party_handler(party: Party, taps: Taps, widths: Mapping[int, int]) -> Handle
         gradient=party.options.gradient,
         seeds=party.options.seeds,
         width=widths[party.party_id],
+        open_ids=party.open_round_ids,
     )
 
 
