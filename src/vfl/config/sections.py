@@ -229,11 +229,14 @@ class ProtocolConfig(Section):
             party K): its exchanges stay in the server's process and cost no bytes. 0 = none.
         pipeline: Send a round's gradients together with the next round's batch (one message
             to each party and one reply per round instead of two of each; private labels with
-            the parallel schedule, and VFL-PBM). Every role computes exactly what it would
-            otherwise; the ledger holds fewer messages and bytes. An evaluation inside an
-            epoch and the epoch's end send the waiting gradients on their own; a checkpoint
-            keeps them, so a resumed run sends the same messages. ``false`` sends every
-            gradient on its own (the message pattern of runs made before it).
+            the parallel schedule, and VFL-PBM). Every party takes the same steps in the same
+            order; the ledger holds fewer messages and bytes. An evaluation inside an epoch and
+            the epoch's end send the waiting gradients on their own; a checkpoint keeps them,
+            so a resumed run sends the same messages. In one process the parties share torch's
+            global generator: with user modules that draw from it (dropout) and Q > 1 or an
+            active party, the parties' draws interleave differently, so the two settings give
+            different, equally valid runs. ``false`` sends every gradient on its own (the
+            message pattern of runs made before it).
     """
 
     mode: Literal["vfl", "centralized"] = "vfl"
