@@ -195,6 +195,14 @@ def test_a_party_that_stops_answering_stops_the_run_after_the_retries_with_a_cle
     parties = {p: start_party(scenario, p, address) for p in (1, 2)}
     spawned += [server, *parties.values()]
     wait_for_epoch(scenario, server, 1)
+    # the epoch's checkpoint exchange follows its metrics line and waits up to
+    # setup_timeout_s (600 s): freeze the party only once it trains in epoch 2
+    end_of_epoch_1 = int(RunDirectory(scenario.run_dir).read_metrics()[-1]["round"])
+    wait_for(
+        lambda: training_round_seen(scenario, 2) >= end_of_epoch_1,
+        TIMEOUT,
+        "party 2 to train in epoch 2",
+    )
 
     # Execute: freeze party 2 (its process lives on, its connection stays open, it answers nothing)
     parties[2].send_signal(signal.SIGSTOP)
