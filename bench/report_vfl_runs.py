@@ -57,8 +57,7 @@ def main() -> None:
         print(row(side, batch, run, result))
     print()
     print(
-        "| side | batch | runs | median vfl / centralized"
-        " | median vfl CPU s / centralized CPU s |"
+        "| side | batch | runs | median vfl / centralized | median vfl CPU s / centralized CPU s |"
     )
     print("|---|---|---|---|---|")
     groups: dict[tuple[int, bool, str], list[dict[str, Any]]] = {}
@@ -67,8 +66,7 @@ def main() -> None:
     for (batch, _, side), results in sorted(groups.items()):
         ratio = statistics.median(r["ratio_vfl_over_centralized"] for r in results)
         cpu = statistics.median(
-            r["median_epoch_cpu_s"]["vfl"] / r["median_epoch_cpu_s"]["centralized"]
-            for r in results
+            r["median_epoch_cpu_s"]["vfl"] / r["median_epoch_cpu_s"]["centralized"] for r in results
         )
         print(f"| {side} | {batch} | {len(results)} | **{ratio:.3f}** | {cpu:.3f} |")
 
