@@ -96,6 +96,49 @@ def test_a_party_killed_mid_epoch_and_restarted_with_resume_completes_the_run(
     assert abs(final_accuracy(scenario.run_dir) - reference_accuracy) <= 0.005
 
 
+def test_a_party_killed_after_a_mid_epoch_checkpoint_rebuilds_its_open_round(
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
+    # Prepare: a checkpoint every 5 rounds; with pipelined rounds each one falls while a
+    # round's gradient waits at the server, so the party's checkpoint holds that open round
+    scenario = make_scenario(
+        tmp_path / "deployment",
+        rows=(3000, 400),
+        epochs=EPOCHS,
+        deployment=("request_timeout_s = 5", "connect_timeout_s = 60"),
+        train=("checkpoint_every = 5",),
+    )
+    address = f"127.0.0.1:{free_port()}"
+    server = start_server(scenario, address)
+    parties = {p: start_party(scenario, p, address) for p in (1, 2)}
+    spawned += [server, *parties.values()]
+    wait_for_epoch(scenario, server, 1)
+    per_epoch = int(RunDirectory(scenario.run_dir).read_metrics()[-1]["round"])
+    wait_for(
+        lambda: training_round_seen(scenario, 1) >= per_epoch + 12,
+        TIMEOUT,
+        "party 1 to train 12 rounds into epoch 2",
+    )
+
+    # Execute: kill party 1 between two checkpoints and restart it from its state directory
+    parties[1].send_signal(signal.SIGKILL)
+    parties[1].wait()
+    parties[1] = start_party(scenario, 1, address, "--resume")
+    spawned.append(parties[1])
+
+    # Assert: restored at a round inside an epoch, and the run ends as the simulated one does
+    assert server.wait(TIMEOUT) == 0, (scenario.root / "server.log").read_text()[-3000:]
+    assert all(p.wait(60) == 0 for p in parties.values())
+    restored = re.findall(r"restored at round (\d+)", (scenario.root / "party-1.log").read_text())
+    assert restored and all(int(r) % per_epoch != 0 for r in restored)
+    records = RunDirectory(scenario.run_dir).read_metrics()
+    assert [r["epoch"] for r in records] == list(range(EPOCHS + 1))
+    reference = simulate_aligned(scenario, tmp_path / "reference")
+    reference_accuracy = RunDirectory(tmp_path / "reference").read_metrics()[-1]["test_accuracy"]
+    assert simulation_rounds(reference) == records[-1]["round"]
+    assert abs(final_accuracy(scenario.run_dir) - reference_accuracy) <= 0.005
+
+
 def test_a_server_killed_mid_epoch_and_restarted_with_resume_completes_the_run(
     tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
 ) -> None:
