@@ -32,14 +32,13 @@ from vfl.wire import (
     Ack,
     ActiveBlockRequest,
     CompressedEmbedReply,
-    CompressedGradEmbedRequest,
     CompressedGradRequest,
     EmbedReply,
     EmbedRequest,
     EvalRequest,
-    GradEmbedRequest,
     GradRequest,
     Message,
+    PipelinedRequest,
     PublicKeyDirectory,
     RefreshRequest,
     SecAggSetup,
@@ -128,7 +127,7 @@ class Party:
             return self._embed(message)
         if isinstance(message, GradRequest | CompressedGradRequest):
             return self._apply_grad(message)
-        if isinstance(message, GradEmbedRequest | CompressedGradEmbedRequest):
+        if isinstance(message, PipelinedRequest):
             step, embed = message.split()  # exactly the two requests it stands for, in order
             self._apply_grad(step)
             return self._embed(embed)

@@ -30,16 +30,15 @@ from vfl.transport.ledger import Phase
 from vfl.wire import (
     SPLIT_TRAIN,
     CompressedEmbedReply,
-    CompressedGradEmbedRequest,
     CompressedGradRequest,
     EmbedReply,
     EmbedRequest,
     EvalRequest,
-    GradEmbedRequest,
     GradRequest,
     MaskedCounts,
     Message,
     PackedCounts,
+    PipelinedRequest,
     RefreshRequest,
 )
 from vfl.wire.bitpack import unpack_bits
@@ -121,7 +120,7 @@ class PartyObserver:
         A pipelined request is reported as the two requests it stands for.
         """
         parts: tuple[Message, ...] = (message,)
-        if isinstance(message, GradEmbedRequest | CompressedGradEmbedRequest):
+        if isinstance(message, PipelinedRequest):
             parts = message.split()
         step_ids = self._open_ids(parts[0].round)  # before the party moves on to another round
         reply = self.handler(message)
@@ -236,7 +235,7 @@ class ObservingTransport(Transport):
 
 def _batch_part(request: Message) -> Message:
     """The request whose replies the server receives: a pipelined request's ``EmbedRequest``."""
-    if isinstance(request, GradEmbedRequest | CompressedGradEmbedRequest):
+    if isinstance(request, PipelinedRequest):
         return request.split()[1]
     return request
 
