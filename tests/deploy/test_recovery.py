@@ -12,6 +12,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,42 +59,64 @@ def final_accuracy(run_dir: Path) -> float:
     return float(json.loads((run_dir / "summary.json").read_text())["final"]["test_accuracy"])
 
 
-def test_a_party_killed_mid_epoch_and_restarted_with_resume_completes_the_run(
-    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
-) -> None:
-    # Prepare
-    scenario = scenario_for(tmp_path / "deployment")
+Processes = dict[int, subprocess.Popen[bytes]]
+
+
+def kill_party_1_in_epoch_2(
+    scenario: Scenario, spawned: list[subprocess.Popen[bytes]], rounds: int
+) -> tuple[subprocess.Popen[bytes], Processes, int, int]:
+    """Run until party 1 trained ``rounds`` rounds into epoch 2, kill it, restart it (--resume).
+
+    Returns the server, the parties, the rounds of an epoch, and the last training round party 1
+    saw before it was killed.
+    """
     address = f"127.0.0.1:{free_port()}"
     server = start_server(scenario, address)
     parties = {p: start_party(scenario, p, address) for p in (1, 2)}
     spawned += [server, *parties.values()]
     wait_for_epoch(scenario, server, 1)
-    end_of_epoch_1 = int(RunDirectory(scenario.run_dir).read_metrics()[-1]["round"])
+    per_epoch = int(RunDirectory(scenario.run_dir).read_metrics()[-1]["round"])
     wait_for(
-        lambda: training_round_seen(scenario, 1) >= end_of_epoch_1 + 10,
+        lambda: training_round_seen(scenario, 1) >= per_epoch + rounds,
         TIMEOUT,
-        "party 1 to train 10 rounds into epoch 2",
+        f"party 1 to train {rounds} rounds into epoch 2",
     )
-
-    # Execute: kill party 1 during epoch 2 and restart it from its state directory
     parties[1].send_signal(signal.SIGKILL)
     parties[1].wait()
     killed_at = training_round_seen(scenario, 1)
     parties[1] = start_party(scenario, 1, address, "--resume")
     spawned.append(parties[1])
+    return server, parties, per_epoch, killed_at
 
-    # Assert: the kill fell inside epoch 2, which was rolled back and trained again
-    assert server.wait(TIMEOUT) == 0, (tmp_path / "deployment" / "server.log").read_text()[-3000:]
+
+def assert_ends_as_simulated(
+    scenario: Scenario, server: subprocess.Popen[bytes], parties: Processes, reference_dir: Path
+) -> list[dict[str, Any]]:
+    """Every process ends well, every epoch is recorded, and the result is the simulated run's."""
+    assert server.wait(TIMEOUT) == 0, (scenario.root / "server.log").read_text()[-3000:]
     assert all(p.wait(60) == 0 for p in parties.values())
     records = RunDirectory(scenario.run_dir).read_metrics()
     assert [r["epoch"] for r in records] == list(range(EPOCHS + 1))
-    assert end_of_epoch_1 + 10 <= killed_at < int(records[2]["round"])
-    log = (scenario.root / "server.log").read_text()
-    assert "resuming from the last checkpoint" in log
-    reference = simulate_aligned(scenario, tmp_path / "reference")
-    reference_accuracy = RunDirectory(tmp_path / "reference").read_metrics()[-1]["test_accuracy"]
+    reference = simulate_aligned(scenario, reference_dir)
+    reference_accuracy = RunDirectory(reference_dir).read_metrics()[-1]["test_accuracy"]
     assert simulation_rounds(reference) == records[-1]["round"]
     assert abs(final_accuracy(scenario.run_dir) - reference_accuracy) <= 0.005
+    return records
+
+
+def test_a_party_killed_mid_epoch_and_restarted_with_resume_completes_the_run(
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
+    # Prepare
+    scenario = scenario_for(tmp_path / "deployment")
+
+    # Execute: kill party 1 during epoch 2 and restart it from its state directory
+    server, parties, per_epoch, killed_at = kill_party_1_in_epoch_2(scenario, spawned, 10)
+
+    # Assert: the kill fell inside epoch 2, which was rolled back and trained again
+    records = assert_ends_as_simulated(scenario, server, parties, tmp_path / "reference")
+    assert per_epoch + 10 <= killed_at < int(records[2]["round"])
+    assert "resuming from the last checkpoint" in (scenario.root / "server.log").read_text()
 
 
 def test_a_party_killed_after_a_mid_epoch_checkpoint_rebuilds_its_open_round(
@@ -108,35 +131,14 @@ def test_a_party_killed_after_a_mid_epoch_checkpoint_rebuilds_its_open_round(
         deployment=("request_timeout_s = 5", "connect_timeout_s = 60"),
         train=("checkpoint_every = 5",),
     )
-    address = f"127.0.0.1:{free_port()}"
-    server = start_server(scenario, address)
-    parties = {p: start_party(scenario, p, address) for p in (1, 2)}
-    spawned += [server, *parties.values()]
-    wait_for_epoch(scenario, server, 1)
-    per_epoch = int(RunDirectory(scenario.run_dir).read_metrics()[-1]["round"])
-    wait_for(
-        lambda: training_round_seen(scenario, 1) >= per_epoch + 12,
-        TIMEOUT,
-        "party 1 to train 12 rounds into epoch 2",
-    )
 
     # Execute: kill party 1 between two checkpoints and restart it from its state directory
-    parties[1].send_signal(signal.SIGKILL)
-    parties[1].wait()
-    parties[1] = start_party(scenario, 1, address, "--resume")
-    spawned.append(parties[1])
+    server, parties, per_epoch, _ = kill_party_1_in_epoch_2(scenario, spawned, 12)
 
     # Assert: restored at a round inside an epoch, and the run ends as the simulated one does
-    assert server.wait(TIMEOUT) == 0, (scenario.root / "server.log").read_text()[-3000:]
-    assert all(p.wait(60) == 0 for p in parties.values())
+    assert_ends_as_simulated(scenario, server, parties, tmp_path / "reference")
     restored = re.findall(r"restored at round (\d+)", (scenario.root / "party-1.log").read_text())
     assert restored and all(int(r) % per_epoch != 0 for r in restored)
-    records = RunDirectory(scenario.run_dir).read_metrics()
-    assert [r["epoch"] for r in records] == list(range(EPOCHS + 1))
-    reference = simulate_aligned(scenario, tmp_path / "reference")
-    reference_accuracy = RunDirectory(tmp_path / "reference").read_metrics()[-1]["test_accuracy"]
-    assert simulation_rounds(reference) == records[-1]["round"]
-    assert abs(final_accuracy(scenario.run_dir) - reference_accuracy) <= 0.005
 
 
 def test_a_server_killed_mid_epoch_and_restarted_with_resume_completes_the_run(
