@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from vfl.errors import WireError
 from vfl.wire import bitpack_kernels
-from vfl.wire.bitpack import pack_bits, packed_size, unpack_bits
+from vfl.wire.bitpack import pack_bits, pack_in_range, packed_size, unpack_bits, unpack_ints
 
 PATHS = [
     pytest.param(
@@ -134,3 +134,55 @@ def test_the_compiled_loops_serve_the_widths_that_are_not_whole_bytes_up_to_32()
     # Assert
     expected = [b for b in range(1, 33) if b % 8] if bitpack_kernels.available() else []
     assert served == expected
+
+
+@st.composite
+def int64_codes(draw: st.DrawFn) -> tuple[np.ndarray, int]:
+    """Row-id-like codes: int64, non-negative, at most 63 bits (what ``IdsField`` sends)."""
+    bits = draw(st.integers(1, 63))
+    count = draw(st.integers(0, 200))
+    values = draw(st.lists(st.integers(0, 2**bits - 1), min_size=count, max_size=count))
+    return np.array(values, dtype=np.int64), bits
+
+
+@EACH_PATH
+@settings(deadline=None)  # the first compiled call loads the loops
+@given(case=int64_codes())
+def test_the_message_path_packs_and_unpacks_int64_codes_in_the_stated_layout(
+    path: str, case: tuple[np.ndarray, int]
+) -> None:
+    with packing_by(path):
+        # Prepare
+        values, bits = case
+
+        # Execute
+        packed = pack_in_range(values, bits=bits)
+        unpacked = unpack_ints(packed, bits=bits, count=len(values))
+
+        # Assert: the bytes pack_bits writes, read back as the same int64 values
+        assert packed == stream_reference(values, bits) == pack_bits(values, bits=bits)
+        assert unpacked.dtype == np.int64
+        assert unpacked.tolist() == values.tolist()
+
+
+@EACH_PATH
+@pytest.mark.parametrize("bits", [3, 8, 16, 17])
+def test_the_int64_reader_refuses_wrong_lengths_dirty_padding_and_64_bit_codes(
+    path: str, bits: int
+) -> None:
+    with packing_by(path):
+        # Prepare: three codes; a set bit after the last code where there is padding
+        packed = pack_in_range(np.array([1, 2, 3], dtype=np.int64), bits=bits)
+        dirty = bytearray(packed)
+        dirty[-1] |= 0x80
+
+        # Execute / Assert
+        with pytest.raises(WireError, match="need"):
+            unpack_ints(packed + b"\x00", bits=bits, count=3)
+        if (3 * bits) % 8:
+            with pytest.raises(WireError, match="padding"):
+                unpack_ints(bytes(dirty), bits=bits, count=3)
+        else:  # negative control: whole bytes have no padding, the top bit is a code's
+            assert unpack_ints(bytes(dirty), bits=bits, count=3)[-1] > 3
+        with pytest.raises(ValueError, match=r"1\.\.63"):
+            unpack_ints(packed, bits=64, count=3)

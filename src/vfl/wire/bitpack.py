@@ -22,6 +22,8 @@ from vfl.errors import WireError
 from vfl.wire import bitpack_kernels
 
 MAX_BITS = 64
+_WHOLE_BYTE_DTYPES = {bits: np.dtype(f"<u{bits // 8}") for bits in (8, 16, 32, 64)}
+"""Widths whose packing is a little-endian integer array: one numpy cast, no bit arithmetic."""
 
 
 def packed_size(count: int, bits: int) -> int:
@@ -46,16 +48,31 @@ def pack_bits(codes: npt.ArrayLike, *, bits: int) -> bytes:
     values = values.astype(np.uint64)
     if bits < MAX_BITS and int(values.max()) >> bits:
         raise ValueError(f"code {int(values.max())} does not fit in {bits} bits")
-    if bitpack_kernels.serves(bits):  # values < 2**bits <= 2**32: the int64 view is the value
-        return bitpack_kernels.pack_stream(values.view(np.int64), bits)
-    return _pack_numpy(values, bits)
+    return pack_in_range(values, bits=bits)
+
+
+def pack_in_range(codes: npt.NDArray[np.int64] | npt.NDArray[np.uint64], *, bits: int) -> bytes:
+    """``pack_bits`` of a 1-D integer array the caller has checked: every code in ``[0, 2**bits)``.
+
+    The message path's entry: it skips the checks ``pack_bits`` makes (a sender that has just
+    measured its codes' range, as ``IdsField`` does, would pay for them twice) and packs whole-byte
+    widths with one cast.
+    """
+    if codes.size == 0:
+        return b""
+    whole = _WHOLE_BYTE_DTYPES.get(bits)
+    if whole is not None:
+        return codes.astype(whole).tobytes()
+    if bitpack_kernels.serves(bits):  # codes < 2**bits <= 2**32: the int64 view is the value
+        return bitpack_kernels.pack_stream(codes.view(np.int64), bits)
+    return _pack_numpy(codes.astype(np.uint64), bits)
 
 
 def _pack_numpy(values: npt.NDArray[np.uint64], bits: int) -> bytes:
-    """``pack_bits`` of checked ``values`` in numpy arithmetic (the reference of the loops)."""
-    if bits % 8 == 0:  # whole bytes: a little-endian view is the packing
-        width = bits // 8
-        return values.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :width].tobytes()
+    """``pack_bits`` of checked ``values`` in numpy arithmetic (the reference of the loops).
+
+    Widths that are whole bytes never come here: they are a cast (``pack_in_range``).
+    """
     if 8 % bits == 0:  # 1, 2 or 4 bits: whole codes per byte
         return _pack_bytes(values, bits)
     per_word = _codes_per_word(bits)
@@ -77,19 +94,30 @@ def unpack_bits(data: bytes | memoryview, *, bits: int, count: int) -> npt.NDArr
         raise WireError(f"{count} codes of {bits} bits need {expected} bytes, got {len(data)}")
     if count == 0:
         return np.zeros(0, dtype=np.uint64)
+    whole = _WHOLE_BYTE_DTYPES.get(bits)
+    if whole is not None:
+        return np.frombuffer(data, dtype=whole, count=count).astype(np.uint64)
     if bitpack_kernels.serves(bits):
         return bitpack_kernels.unpack_stream(data, bits, count).view(np.uint64)
     return _unpack_numpy(np.frombuffer(data, dtype=np.uint8), bits, count)
 
 
+def unpack_ints(data: bytes | memoryview, *, bits: int, count: int) -> npt.NDArray[np.int64]:
+    """``unpack_bits`` as ``int64``, for ``bits`` up to 63 (where every code fits), copied once.
+
+    Raises:
+        WireError: as ``unpack_bits``.
+        ValueError: if ``bits`` is outside 1..63.
+    """
+    if not 1 <= bits < MAX_BITS:
+        raise ValueError(f"int64 codes have 1..{MAX_BITS - 1} bits, got {bits}")
+    if count and bitpack_kernels.serves(bits):  # the loop writes int64 and checks the length
+        return bitpack_kernels.unpack_stream(data, bits, count)
+    return unpack_bits(data, bits=bits, count=count).view(np.int64)
+
+
 def _unpack_numpy(raw: npt.NDArray[np.uint8], bits: int, count: int) -> npt.NDArray[np.uint64]:
-    """``unpack_bits`` of ``raw`` (the right size, ``count > 0``) in numpy arithmetic."""
-    if bits % 8 == 0:
-        width = bits // 8
-        wide = np.zeros((count, 8), dtype=np.uint8)
-        wide[:, :width] = raw.reshape(count, width)
-        joined: npt.NDArray[np.uint64] = wide.view("<u8").reshape(-1).astype(np.uint64)
-        return joined
+    """``unpack_bits`` of ``raw`` (the right size, ``count > 0``, not whole bytes) in numpy."""
     if 8 % bits == 0:
         return _unpack_bytes(raw, bits, count)
     per_word = _codes_per_word(bits)

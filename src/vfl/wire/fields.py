@@ -7,16 +7,16 @@ only payload plus the small per-field headers documented in ``docs/wire.md``.
 
 from __future__ import annotations
 
+import math
 import struct
 import sys
 from abc import ABC, abstractmethod
 from typing import Any, TypeAlias
 
-import numpy as np
 import torch
 
 from vfl.errors import WireError
-from vfl.wire.bitpack import pack_bits, packed_size, unpack_bits
+from vfl.wire.bitpack import pack_in_range, packed_size, unpack_ints
 
 if sys.byteorder != "little":  # pragma: no cover - every supported host is little-endian
     raise ImportError("vfl's wire format assumes a little-endian host")
@@ -48,6 +48,9 @@ MAX_ID_BITS = 63
 _F64 = struct.Struct("<d")
 _U32 = struct.Struct("<I")
 _TENSOR_HEAD = struct.Struct("<BB")
+_TENSOR_HEADS = tuple(struct.Struct(f"<BB{ndim}I") for ndim in range(MAX_TENSOR_DIMS + 1))
+"""A tensor's dtype code, ndim and sizes, one layout per ndim (packed in one call)."""
+_SHAPES = tuple(struct.Struct(f"<{ndim}I") for ndim in range(MAX_TENSOR_DIMS + 1))
 
 
 class Reader:
@@ -162,15 +165,15 @@ class TensorField(FieldEncoding):
         code = DTYPE_CODES.get(value.dtype)
         if code is None:
             raise WireError(f"dtype {value.dtype} cannot be sent; valid: {list(DTYPE_CODES)}")
-        if value.ndim > MAX_TENSOR_DIMS:
-            raise WireError(f"tensor has {value.ndim} dims; at most {MAX_TENSOR_DIMS} can be sent")
-        tensor = value.detach()
+        ndim = value.ndim
+        if ndim > MAX_TENSOR_DIMS:
+            raise WireError(f"tensor has {ndim} dims; at most {MAX_TENSOR_DIMS} can be sent")
+        tensor = value.detach() if value.requires_grad else value
         if tensor.device.type != "cpu" or not tensor.is_contiguous():
             tensor = tensor.cpu().contiguous()
         if tensor.dtype == torch.bfloat16:  # numpy has no bfloat16: send its raw 16-bit words
             tensor = tensor.view(torch.int16)
-        out.append(_TENSOR_HEAD.pack(code, value.ndim))
-        out.append(struct.pack(f"<{value.ndim}I", *value.shape))
+        out.append(_TENSOR_HEADS[ndim].pack(code, ndim, *value.shape))
         out.append(tensor.numpy().reshape(-1).data.cast("B"))  # no copy until the join
 
     def decode(self, reader: Reader) -> torch.Tensor:
@@ -181,10 +184,8 @@ class TensorField(FieldEncoding):
             raise WireError(f"unknown tensor dtype code {code}; valid: {sorted(DTYPES_BY_CODE)}")
         if ndim > MAX_TENSOR_DIMS:
             raise WireError(f"tensor claims {ndim} dims; at most {MAX_TENSOR_DIMS} are allowed")
-        shape = struct.unpack(f"<{ndim}I", reader.take(4 * ndim))
-        count = 1
-        for size in shape:
-            count *= size
+        shape = reader.unpack(_SHAPES[ndim])
+        count = math.prod(shape)
         nbytes = count * dtype.itemsize
         if nbytes > reader.remaining:
             raise WireError(
@@ -209,12 +210,15 @@ class IdsField(FieldEncoding):
         """Append the encoding of ``value`` to ``out``."""
         if not isinstance(value, torch.Tensor) or value.dtype != torch.int64 or value.ndim != 1:
             raise WireError(f"an id field must be a 1-D int64 tensor, got {_describe(value)}")
-        ids = value.detach().cpu().numpy()
-        if len(ids) and int(ids.min()) < 0:
-            raise WireError(f"ids must be non-negative, got {int(ids.min())}")
-        width = max(1, int(ids.max()).bit_length()) if len(ids) else 1
+        ids = (value if value.device.type == "cpu" else value.cpu()).numpy()
+        width = 1
+        if len(ids):
+            lowest = int(ids.min())
+            if lowest < 0:
+                raise WireError(f"ids must be non-negative, got {lowest}")
+            width = max(1, int(ids.max()).bit_length())
         out.append(_IDS_HEAD.pack(len(ids), width))
-        out.append(pack_bits(ids, bits=width))
+        out.append(pack_in_range(ids, bits=width))
 
     def decode(self, reader: Reader) -> torch.Tensor:
         """Read one value."""
@@ -226,8 +230,7 @@ class IdsField(FieldEncoding):
             raise WireError(
                 f"{count} ids of {width} bits need {size} bytes, only {reader.remaining} remain"
             )
-        ids = unpack_bits(reader.take(size), bits=width, count=count).astype(np.int64)
-        return torch.from_numpy(ids)
+        return torch.from_numpy(unpack_ints(reader.take(size), bits=width, count=count))
 
 
 def _describe(value: Any) -> str:
