@@ -34,12 +34,14 @@ def packing_by(path: str) -> Iterator[None]:
 
 
 @st.composite
-def codes(draw: st.DrawFn) -> tuple[np.ndarray, int]:
-    bits = draw(st.integers(1, 64))
+def codes(
+    draw: st.DrawFn, max_bits: int = 64, dtype: type[np.integer] = np.uint64
+) -> tuple[np.ndarray, int]:
+    bits = draw(st.integers(1, max_bits))
     count = draw(st.integers(0, 200))
     top = 2**bits - 1
     values = draw(st.lists(st.integers(0, top), min_size=count, max_size=count))
-    return np.array(values, dtype=np.uint64), bits
+    return np.array(values, dtype=dtype), bits
 
 
 @EACH_PATH
@@ -136,18 +138,9 @@ def test_the_compiled_loops_serve_the_widths_that_are_not_whole_bytes_up_to_32()
     assert served == expected
 
 
-@st.composite
-def int64_codes(draw: st.DrawFn) -> tuple[np.ndarray, int]:
-    """Row-id-like codes: int64, non-negative, at most 63 bits (what ``IdsField`` sends)."""
-    bits = draw(st.integers(1, 63))
-    count = draw(st.integers(0, 200))
-    values = draw(st.lists(st.integers(0, 2**bits - 1), min_size=count, max_size=count))
-    return np.array(values, dtype=np.int64), bits
-
-
 @EACH_PATH
 @settings(deadline=None)  # the first compiled call loads the loops
-@given(case=int64_codes())
+@given(case=codes(max_bits=63, dtype=np.int64))  # as IdsField sends row ids
 def test_the_message_path_packs_and_unpacks_int64_codes_in_the_stated_layout(
     path: str, case: tuple[np.ndarray, int]
 ) -> None:
