@@ -13,6 +13,7 @@ import io
 import json
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -34,6 +35,24 @@ from vfl.experiments.spec import read_sweep
 from vfl.experiments.sweep import run_sweep
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs vfl[ray]")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def own_ray_token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every Ray here authenticates with this module's own token, never ``~/.ray/auth_token``.
+
+    ``ray start`` refuses to start in token mode when no token exists (only ``ray.init`` makes
+    one), so with the default file the head test failed in a fresh home folder unless a local
+    Ray test had run before it. One token for the module, not one per test: a process caches
+    the first token it reads.
+    """
+    token = tmp_path_factory.mktemp("ray") / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_AUTH_MODE", "token")
+        patch.setenv("RAY_AUTH_TOKEN_PATH", str(token))
+        yield
+
 
 TWELVE_RUNS = """
 seeds = [0, 1]
@@ -94,10 +113,9 @@ def ray_head(log: Path) -> Iterator[str]:
     port = free_port()
     command = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", f"--port={port}"]
     command += ["--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats", "--block"]
-    env = {**os.environ, "RAY_AUTH_MODE": "token"}
-    with log.open("w") as out:
+    with log.open("w") as out:  # the environment carries the token (own_ray_token)
         head = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
         deadline = time.monotonic() + STARTUP_SECONDS
@@ -125,7 +143,6 @@ def test_a_12_run_sweep_on_a_ray_cluster_writes_the_folders_the_local_pool_write
     path = write_sweep(tmp_path, TWELVE_RUNS)
     folder = read_sweep(path).folder
     monkeypatch.setattr("vfl.experiments.sweep.cores", lambda: 2)
-    monkeypatch.setenv("RAY_AUTH_MODE", "token")
     pooled = run_sweep(read_sweep(path), log=io.StringIO())
     folder.rename(tmp_path / "pool")
 

@@ -181,7 +181,8 @@ def _connect_hint(error: BaseException) -> str:
     if "AuthToken" in str(cause) or "Authentication" in type(cause).__name__:
         return (
             "a cluster from `ray start` wants its token: set RAY_AUTH_MODE=token, with the"
-            " cluster's token in ~/.ray/auth_token or RAY_AUTH_TOKEN (docs/experiments.md)"
+            " cluster's token in ~/.ray/auth_token, RAY_AUTH_TOKEN or a file named by"
+            " RAY_AUTH_TOKEN_PATH (docs/experiments.md)"
         )
     return "is it running? start one with `ray start --head` (docs/experiments.md)"
 
