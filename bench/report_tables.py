@@ -4,6 +4,7 @@
 .venv/bin/python bench/report_tables.py grpc-sides bench/results/grpc_asyncio
 .venv/bin/python bench/report_tables.py optimizer bench/results/optimizer_step.json
 .venv/bin/python bench/report_tables.py sampler bench/results/sampler_by_trials.json
+.venv/bin/python bench/report_tables.py cold bench/results/codec_cold
 """
 
 from __future__ import annotations
@@ -87,9 +88,43 @@ def sampler(path: Path) -> list[str]:
     return lines
 
 
+def cold(folder: Path) -> list[str]:
+    """Hot and cold cost of each piece, from ``cold_<side>_<i>.json`` of ``bench_cold_path.py``.
+
+    Each cell is the median over the runs of a side of the runs' medians.
+    """
+    sides: dict[str, list[dict[str, dict[str, float]]]] = {}
+    for path in sorted(folder.glob("cold_*_*.json")):
+        side = path.stem.split("_")[1]
+        sides.setdefault(side, []).append(json.loads(path.read_text())["median_us"])
+    lines = [
+        "| piece | code | runs | hot (µs) | after 2 ms of other Python (µs) | after a training"
+        " step (µs) | after a step / hot |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    pieces = next(iter(sides.values()))[0]
+    for piece in pieces:
+        for side, runs in sorted(sides.items(), key=lambda item: item[0] != "before"):
+            cells = {
+                setting: statistics.median(run[piece][setting] for run in runs)
+                for setting in ("hot", "after_spin", "after_step")
+            }
+            lines.append(
+                f"| {piece} | {side} | {len(runs)} | {cells['hot']:.1f} | {cells['after_spin']:.1f}"
+                f" | {cells['after_step']:.1f} | {cells['after_step'] / cells['hot']:.1f} |"
+            )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    tables = {"grpc": grpc, "grpc-sides": grpc_sides, "optimizer": optimizer, "sampler": sampler}
+    tables = {
+        "grpc": grpc,
+        "grpc-sides": grpc_sides,
+        "optimizer": optimizer,
+        "sampler": sampler,
+        "cold": cold,
+    }
     parser.add_argument("table", choices=list(tables))
     parser.add_argument("source", type=Path)
     args = parser.parse_args()
