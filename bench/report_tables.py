@@ -5,6 +5,7 @@
 .venv/bin/python bench/report_tables.py optimizer bench/results/optimizer_step.json
 .venv/bin/python bench/report_tables.py sampler bench/results/sampler_by_trials.json
 .venv/bin/python bench/report_tables.py cold bench/results/codec_cold
+.venv/bin/python bench/report_tables.py pbm-parts bench/results/pbm_parts/run_1.json
 """
 
 from __future__ import annotations
@@ -116,6 +117,24 @@ def cold(folder: Path) -> list[str]:
     return lines
 
 
+def pbm_parts(path: Path) -> list[str]:
+    """Where the privacy pipeline's time goes, from one ``bench_pbm.py`` run (medians)."""
+    r: dict[str, Any] = json.loads(path.read_text())
+    names = ("sampling", "privatize_other", "masking", "packing", "server")
+    lines = [
+        "| parties | round (ms) | pipeline (ms) | share | " + " | ".join(names) + " (ms) |",
+        "|---|---|---|---|" + "---|" * len(names),
+    ]
+    for key, row in r.items():
+        if key.startswith("M="):
+            parts = " | ".join(f"{row['parts_ms'][name]:.2f}" for name in names)
+            lines.append(
+                f"| {key} | {row['round_ms']:.2f} | {row['pbm_and_masking_ms']:.2f}"
+                f" | {100 * row['fraction']:.1f}% | {parts} |"
+            )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     tables = {
@@ -124,6 +143,7 @@ def main() -> None:
         "optimizer": optimizer,
         "sampler": sampler,
         "cold": cold,
+        "pbm-parts": pbm_parts,
     }
     parser.add_argument("table", choices=list(tables))
     parser.add_argument("source", type=Path)
