@@ -88,9 +88,10 @@ def descend(
             part.zero_grad(set_to_none=True)
         output, seed = objective()
         torch.autograd.backward(output, seed)
-        for param, start in zip(model.parameters(), anchor, strict=False):
-            if param.grad is not None:
-                param.grad.add_(param.detach() - start, alpha=proximal_mu)
+        if proximal_mu:  # walking the parameters costs a cold call a step even with no anchor
+            for param, start in zip(model.parameters(), anchor, strict=True):
+                if param.grad is not None:
+                    param.grad.add_(param.detach() - start, alpha=proximal_mu)
         for part in optimizers:
             part.step()
 

@@ -95,13 +95,24 @@ class PartyEndpoint:
 
     def handle_frame(self, data: bytes) -> bytes:
         """Handle one request frame from the server and return the encoded reply."""
+        return self.encode_reply(self.handler(self.decode_request(data)))
+
+    def decode_request(self, data: bytes) -> Message:
+        """The request in a frame from the server (the first step of ``handle_frame``).
+
+        Raises:
+            WireError: if the frame is malformed or was not sent by the server.
+        """
         frame = decode(data, max_bytes=self.max_bytes)
         if frame.sender != SERVER_ID:
             raise WireError(
                 f"party {self.party_id} got a frame from sender {frame.sender};"
                 f" only the server ({SERVER_ID}) may send requests"
             )
-        reply = self.handler(frame.message)
+        return frame.message
+
+    def encode_reply(self, reply: Message) -> bytes:
+        """The frame of this party's ``reply`` (the last step of ``handle_frame``)."""
         return encode(reply, sender=self.party_id)
 
 

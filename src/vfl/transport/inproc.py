@@ -7,7 +7,8 @@ as over the network, the ledger shows the bytes a deployment would send.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from vfl.errors import ProtocolError
 from vfl.transport.base import Exchange, PartyEndpoint, Transport, check_reply
@@ -45,23 +46,37 @@ class InProcTransport(Transport):
         return tuple(self._endpoints)
 
     def request(self, messages: Mapping[int, Message], *, phase: Phase = "train") -> Exchange:
-        """Deliver each message to its party in turn; see ``Transport.request``."""
-        replies: dict[int, Message] = {}
+        """Deliver each message to its party in turn; see ``Transport.request``.
+
+        The codec's steps run step by step across the parties (every request encoded, every
+        party's decode, every party's handler in turn, every reply encoded, every reply decoded
+        and checked), not party by party: the same frames, ledger rows and replies as one
+        party after another, but a step then runs warm for all parties after the first; a
+        codec step run just after a party's training step costs several times as much
+        (docs/benchmarks.md, "The message path runs cold").
+        """
+        endpoints = {party: self._endpoint(party) for party in messages}
+        frames = {party: encode(m, sender=SERVER_ID) for party, m in messages.items()}
         failures: dict[int, BaseException] = {}
-        for party, message in messages.items():
-            endpoint = self._endpoints.get(party)
-            if endpoint is None:
-                raise ProtocolError(f"no party {party}; this transport reaches {self.party_ids}")
-            request = encode(message, sender=SERVER_ID)
-            self._record(request, message.round, phase, "down", party)
-            try:
-                reply = endpoint.handle_frame(request)
-                self._record(reply, message.round, phase, "up", party)
-                frame = decode(reply, max_bytes=self._max_bytes)
-                replies[party] = check_reply(frame, party=party, request=message)
-            except Exception as error:  # failures are reported as data
-                failures[party] = error
-        return Exchange(replies, failures)
+        received = _each(frames, lambda p, frame: endpoints[p].decode_request(frame), failures)
+        answers = _each(received, lambda p, request: endpoints[p].handler(request), failures)
+        reply_frames = _each(answers, lambda p, answer: endpoints[p].encode_reply(answer), failures)
+        for party, message in messages.items():  # the rows a party-by-party exchange records
+            self._record(frames[party], message.round, phase, "down", party)
+            if party in reply_frames:
+                self._record(reply_frames[party], message.round, phase, "up", party)
+        replies = _each(reply_frames, lambda p, reply: self._check(reply, p, messages[p]), failures)
+        in_order = {party: failures[party] for party in messages if party in failures}
+        return Exchange(replies, in_order)
+
+    def _endpoint(self, party: int) -> PartyEndpoint:
+        endpoint = self._endpoints.get(party)
+        if endpoint is None:
+            raise ProtocolError(f"no party {party}; this transport reaches {self.party_ids}")
+        return endpoint
+
+    def _check(self, reply: bytes, party: int, request: Message) -> Message:
+        return check_reply(decode(reply, max_bytes=self._max_bytes), party=party, request=request)
 
     def _record(
         self, frame: bytes, round_: int, phase: Phase, direction: Direction, party: int
@@ -74,3 +89,22 @@ class InProcTransport(Transport):
             kind=kind_name(peek_kind(frame)),
             nbytes=len(frame),
         )
+
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+
+
+def _each(
+    items: Mapping[int, In],
+    step: Callable[[int, In], Out],
+    failures: dict[int, BaseException],
+) -> dict[int, Out]:
+    """``step`` applied to every party's item in order; a party whose step raises is a failure."""
+    done: dict[int, Out] = {}
+    for party, item in items.items():
+        try:
+            done[party] = step(party, item)
+        except Exception as error:  # failures are reported as data
+            failures[party] = error
+    return done
