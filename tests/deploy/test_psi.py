@@ -19,7 +19,7 @@ from vfl.deploy.psi import PsiHolder, blind, hash_to_group, intersect, new_scala
 from vfl.deploy.state import PartyState
 from vfl.errors import WireError
 from vfl.transport import PartyEndpoint
-from vfl.wire import SPLIT_TEST, SPLIT_TRAIN, decode
+from vfl.wire import SPLIT_TEST, SPLIT_TRAIN, Message, decode
 
 SPLITS = ("train", "test")
 
@@ -94,12 +94,14 @@ def party_tables(ids: dict[str, list[str]], seed: int) -> dict[int, HolderSplit]
     }
 
 
-def recording(handler: Callable[[bytes], bytes], seen: list[bytes]) -> Callable[[bytes], bytes]:
-    def handle(frame: bytes) -> bytes:
-        seen.append(frame)
-        return handler(frame)
+def recording(read: Callable[[bytes], Message], seen: list[bytes]) -> Callable[[bytes], Message]:
+    """``read`` (a party's decoding of each request frame), keeping every frame in ``seen``."""
 
-    return handle
+    def tapped(frame: bytes) -> Message:
+        seen.append(frame)
+        return read(frame)
+
+    return tapped
 
 
 def test_alignment_through_the_relay_uses_the_intersection_and_hides_other_ids(
@@ -123,7 +125,7 @@ def test_alignment_through_the_relay_uses_the_intersection_and_hides_other_ids(
     seen: dict[int, list[bytes]] = {p: [] for p in runtimes}
     endpoints = {p: PartyEndpoint(p, r.handle) for p, r in runtimes.items()}
     for p, e in endpoints.items():
-        monkeypatch.setattr(e, "handle_frame", recording(e.handle_frame, seen[p]))
+        monkeypatch.setattr(e, "decode_request", recording(e.decode_request, seen[p]))
     server_ids = {
         SPLIT_TRAIN: np.array(holder_ids[0]["train"]),
         SPLIT_TEST: np.array(holder_ids[0]["test"]),
@@ -144,7 +146,7 @@ def test_alignment_through_the_relay_uses_the_intersection_and_hides_other_ids(
     # Assert: no party ever received another holder's ID, hashed or not, beyond its own
     for p, frames in seen.items():
         received = b"".join(frames)
-        assert all(decode(f).sender == 0 for f in frames)
+        assert frames and all(decode(f).sender == 0 for f in frames)  # not vacuous
         for s in SPLITS:
             others = {x for h in range(4) if h != p for x in holder_ids[h][s]}
             foreign = others - set(holder_ids[p][s])

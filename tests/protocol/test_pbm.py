@@ -59,20 +59,20 @@ class Tap:
         self.counts: dict[int, list[np.ndarray]] = {p.party_id: [] for p in simulation.parties}
         transport = simulation.trainer.transport  # type: ignore[attr-defined]
         assert isinstance(transport, InProcTransport)
-        for endpoint in transport._endpoints.values():
-            monkeypatch.setattr(endpoint, "handle_frame", self._server_side(endpoint.handle_frame))
+        for endpoint in transport._endpoints.values():  # every reply frame a party encodes
+            monkeypatch.setattr(endpoint, "encode_reply", self._server_side(endpoint.encode_reply))
         for party in simulation.parties:
             privacy = party.options.privacy
             assert privacy is not None
             privacy.mechanism = _Recording(privacy.mechanism, self.counts[party.party_id])
 
-    def _server_side(self, handle: Callable[[bytes], bytes]) -> Callable[[bytes], bytes]:
-        def handle_frame(data: bytes) -> bytes:
-            reply = handle(data)
-            self.frames.append(decode(reply).message)
-            return reply
+    def _server_side(self, encode: Callable[[Message], bytes]) -> Callable[[Message], bytes]:
+        def encode_reply(reply: Message) -> bytes:
+            frame = encode(reply)
+            self.frames.append(decode(frame).message)
+            return frame
 
-        return handle_frame
+        return encode_reply
 
 
 class _Recording(PoissonBinomialMechanism):

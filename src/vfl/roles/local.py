@@ -89,11 +89,16 @@ def descend(
         output, seed = objective()
         torch.autograd.backward(output, seed)
         if proximal_mu:  # walking the parameters costs a cold call a step even with no anchor
-            for param, start in zip(model.parameters(), anchor, strict=True):
-                if param.grad is not None:
-                    param.grad.add_(param.detach() - start, alpha=proximal_mu)
+            _add_proximal_gradient(model, anchor, proximal_mu)
         for part in optimizers:
             part.step()
+
+
+def _add_proximal_gradient(model: nn.Module, anchor: list[torch.Tensor], mu: float) -> None:
+    """``grad += mu (theta - theta_sync)``: the gradient of mu/2 * ||theta - theta_sync||^2."""
+    for param, start in zip(model.parameters(), anchor, strict=True):
+        if param.grad is not None:
+            param.grad.add_(param.detach() - start, alpha=mu)
 
 
 def gradient_steps(
