@@ -6,7 +6,7 @@ import struct
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vfl.errors import WireError
@@ -18,6 +18,7 @@ IDS = st.lists(st.integers(0, 2**40), max_size=300).map(
 )
 
 
+@settings(deadline=None)  # the first compiled call loads the packing loops
 @given(ids=IDS)
 def test_ids_survive_the_round_trip(ids: torch.Tensor) -> None:
     # Execute
@@ -29,6 +30,7 @@ def test_ids_survive_the_round_trip(ids: torch.Tensor) -> None:
     assert torch.equal(frame.message.ids, ids)
 
 
+@settings(deadline=None)  # the first compiled call loads the packing loops
 @given(count=st.integers(1, 512), largest=st.integers(1, 2**20))
 def test_an_id_costs_the_bits_of_the_largest_id(count: int, largest: int) -> None:
     # Prepare
@@ -78,3 +80,20 @@ def test_ids_that_cannot_be_sent_are_refused(value: torch.Tensor, reason: str) -
 def test_malformed_ids_are_refused_with_the_reason(payload: bytes, reason: str) -> None:
     with pytest.raises(WireError, match=reason):
         IdsField().decode(Reader(memoryview(payload)))
+
+
+@pytest.mark.parametrize("step", [3, 0])  # a strided view, and one id repeated by expand
+def test_ids_from_a_view_are_sent_as_their_values(step: int) -> None:
+    # Prepare: 10-bit ids (the compiled packer's path where numba is installed)
+    base = torch.arange(0, 1200, dtype=torch.int64)
+    ids = base[::3][:100] if step else base[599:600].expand(100)
+    assert not ids.is_contiguous()
+
+    # Execute
+    sent = encode(EmbedRequest(round=1, ids=ids), sender=0)
+
+    # Assert: the bytes of the same values held contiguously, and they come back
+    assert sent == encode(EmbedRequest(round=1, ids=ids.contiguous()), sender=0)
+    decoded = decode(sent).message
+    assert isinstance(decoded, EmbedRequest)
+    assert torch.equal(decoded.ids, ids)

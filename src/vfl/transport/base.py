@@ -94,7 +94,11 @@ class PartyEndpoint:
         self.max_bytes = max_bytes
 
     def handle_frame(self, data: bytes) -> bytes:
-        """Handle one request frame from the server and return the encoded reply."""
+        """Handle one request frame from the server and return the encoded reply.
+
+        The in-process transport calls its three steps (``decode_request``, ``handler``,
+        ``encode_reply``) itself, each for every party in turn; override those, not this.
+        """
         return self.encode_reply(self.handler(self.decode_request(data)))
 
     def decode_request(self, data: bytes) -> Message:

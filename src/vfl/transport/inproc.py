@@ -49,23 +49,24 @@ class InProcTransport(Transport):
         """Deliver each message to its party in turn; see ``Transport.request``.
 
         The codec's steps run step by step across the parties (every request encoded, every
-        party's decode, every party's handler in turn, every reply encoded, every reply decoded
-        and checked), not party by party: the same frames, ledger rows and replies as one
-        party after another, but a step then runs warm for all parties after the first; a
-        codec step run just after a party's training step costs several times as much
-        (docs/benchmarks.md, "The message path runs cold").
+        party's decode, every party's handler in turn, every reply encoded, every reply counted,
+        decoded and checked), not party by party: the same frames, ledger, replies and failures
+        (in party order) as one party after another, but a step then runs warm for all parties
+        after the first; a codec step run just after a party's training step costs several
+        times as much (docs/benchmarks.md, "The message path runs cold"). A message for an
+        unknown party, or one that cannot be encoded, raises before any party runs.
         """
         endpoints = {party: self._endpoint(party) for party in messages}
         frames = {party: encode(m, sender=SERVER_ID) for party, m in messages.items()}
+        for party, frame in frames.items():
+            self._record(frame, messages[party].round, phase, "down", party)
         failures: dict[int, BaseException] = {}
         received = _each(frames, lambda p, frame: endpoints[p].decode_request(frame), failures)
         answers = _each(received, lambda p, request: endpoints[p].handler(request), failures)
         reply_frames = _each(answers, lambda p, answer: endpoints[p].encode_reply(answer), failures)
-        for party, message in messages.items():  # the rows a party-by-party exchange records
-            self._record(frames[party], message.round, phase, "down", party)
-            if party in reply_frames:
-                self._record(reply_frames[party], message.round, phase, "up", party)
-        replies = _each(reply_frames, lambda p, reply: self._check(reply, p, messages[p]), failures)
+        replies = _each(
+            reply_frames, lambda p, reply: self._receive(reply, p, messages[p], phase), failures
+        )
         in_order = {party: failures[party] for party in messages if party in failures}
         return Exchange(replies, in_order)
 
@@ -75,7 +76,9 @@ class InProcTransport(Transport):
             raise ProtocolError(f"no party {party}; this transport reaches {self.party_ids}")
         return endpoint
 
-    def _check(self, reply: bytes, party: int, request: Message) -> Message:
+    def _receive(self, reply: bytes, party: int, request: Message, phase: Phase) -> Message:
+        """Count a party's reply frame, then decode and check it."""
+        self._record(reply, request.round, phase, "up", party)
         return check_reply(decode(reply, max_bytes=self._max_bytes), party=party, request=request)
 
     def _record(
