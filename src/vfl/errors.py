@@ -41,6 +41,10 @@ class TrainingDiverged(VflError, RuntimeError):
     """
 
 
+class PrivacyBudgetExhausted(VflError, RuntimeError):
+    """A party refuses a release that would spend more than its own privacy budget."""
+
+
 DIVERGED_HINT = (
     "training diverged; lower train.optimizer.lr, use fewer protocol.local_steps or more"
     " compression bits"

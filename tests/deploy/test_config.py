@@ -133,6 +133,14 @@ def test_run_configs_a_deployment_cannot_run_are_refused_by_name(
         (lambda t: t.replace('["income", "debt"]', '["customer"]'), "must not include the ID"),
         (lambda t: t.replace('ca = "certs/ca.pem"', 'cert = "c.pem"'), "TLS is required"),
         (lambda t: t.replace("party_id = 2", "party_id = 0"), "party ids start at 1"),
+        (
+            lambda t: t + "[privacy]\nmax_epsilon = -1\n",
+            r"^privacy\.max_epsilon: must be >= 0 \(0 = no limit\), got -1\.0$",
+        ),
+        (
+            lambda t: t + "[privacy]\ndelta = 1\n",
+            r"^privacy\.delta: must lie in \(0, 1\), got 1\.0$",
+        ),
     ],
 )
 def test_party_configs_with_errors_are_refused_by_name(

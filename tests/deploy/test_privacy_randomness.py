@@ -1,8 +1,9 @@
-"""A deployment's PBM noise never comes from ``train.seed``, a value the server chooses.
+"""A deployment's PBM noise never comes from ``train.seed``, and each party counts its releases.
 
 The server refuses ``privacy.randomness = "seeded"``, a party refuses a setup that asks for it,
 and two deployments with the same seed draw different noise (while two deployments without
-PBM end identically: the control).
+PBM end identically: the control). Each party journals its releases of every training row and
+stops the run at its own budget.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Literal
 import pytest
 import torch
 
-from tests.deploy.scenario import Scenario, make_scenario, run_launch
+from tests.deploy.scenario import Scenario, make_scenario, party_alignment, run_launch
 from tests.deploy.test_deployment import VARIANTS, Variant
 from tests.deploy.test_psi import party_tables
 from vfl.cli import main
@@ -22,8 +23,11 @@ from vfl.config.io import to_toml
 from vfl.deploy.config import load_run_config, party_view
 from vfl.deploy.messages import SetupRequest
 from vfl.deploy.party import PartyRuntime
+from vfl.deploy.releases import open_journal
 from vfl.deploy.state import PartyState
 from vfl.errors import ConfigError, ProtocolError
+from vfl.privacy.budget import EpochBudget
+from vfl.privacy.events import PbmEvent
 
 PBM: Variant = VARIANTS["pbm-secure-sum"]
 
@@ -155,3 +159,52 @@ def test_two_deployments_with_the_same_seed_draw_fresh_pbm_noise(
         for s in (first, second)
     ]
     assert all(state["sampler"] == "chacha" and "key" not in state for state in states)
+
+
+def journal_uses(scenario: Scenario, party: int) -> list[int]:
+    """How often each training row left ``party``, from its release journal."""
+    (path,) = scenario.state_dir(party).glob("releases-*.bin")
+    rows = len(party_alignment(scenario, party).rows[0])
+    journal, uses = open_journal(path, rows)
+    journal.close()
+    return list(uses.tolist())
+
+
+@pytest.mark.slow
+def test_deployed_parties_journal_one_release_of_each_training_row_per_epoch(
+    tmp_path: Path,
+) -> None:
+    # Execute
+    scenario = launched(tmp_path, PBM)
+
+    # Assert
+    for party in (1, 2):
+        uses = journal_uses(scenario, party)
+        assert uses and set(uses) == {2}  # two shuffled epochs
+        log = (scenario.run_dir / "logs" / f"party-{party}.log").read_text()
+        assert "privacy (own count): rows released at most 2 times, epsilon" in log
+
+
+@pytest.mark.slow
+def test_a_deployed_party_stops_the_run_at_its_own_privacy_budget(tmp_path: Path) -> None:
+    # Prepare: party 1's own budget fits one epoch of releases; the run plans two
+    scenario = make_scenario(tmp_path, **PBM)
+    config, _ = load_run_config(scenario.run_toml)
+    event = PbmEvent(
+        trials=config.privacy.trials,
+        beta=config.privacy.beta,
+        parties=2,
+        dimension=config.model.bottom.embedding_dim,
+    )
+    budget = EpochBudget(event, 1e-5)
+    limit = (budget.epsilon(1) + budget.epsilon(2)) / 2
+    with scenario.party_tomls[1].open("a") as toml:
+        toml.write(f"[privacy]\nmax_epsilon = {limit!r}\n")
+
+    # Execute
+    result = run_launch(scenario)
+
+    # Assert
+    assert result.returncode != 0
+    assert f"max_epsilon = {limit:g}, which allows 1 release(s) of a row" in result.stderr
+    assert set(journal_uses(scenario, 1)) == {1}

@@ -204,6 +204,27 @@ def _certificate_has_its_key(tls: PartyTlsConfig) -> None:
 
 
 @dataclass(frozen=True)
+class PartyPrivacyConfig(Section):
+    """A party's own privacy budget for VFL-PBM runs, whatever the server's config says.
+
+    The party counts every release of each of its training rows itself, across restarts
+    (``STATE_DIR/releases-<alignment>.bin``), and logs its epsilon after every epoch.
+
+    Attributes:
+        max_epsilon: Refuse a release that would take a row past this epsilon; 0 counts and
+            reports without a limit.
+        delta: The delta of the party's epsilon.
+        parties: The number of parties whose noise the party counts on: 0 for every party of
+            the secure sum (as the server's accountant does), 1 for its own noise alone (the
+            worst case, should the other parties collude with the server).
+    """
+
+    max_epsilon: Annotated[float, Range(ge=0, note="0 = no limit")] = 0.0
+    delta: Annotated[float, Range(gt=0, lt=1)] = 1e-5
+    parties: Annotated[int, Range(ge=0, note="0 = every party of the secure sum")] = 0
+
+
+@dataclass(frozen=True)
 class PartyConfig(Section):
     """PARTY.toml: everything one party's process needs.
 
@@ -225,6 +246,7 @@ class PartyConfig(Section):
             in full), for audits of what the party learned.
         model: The party's model bundle, for ``--predict`` and ``--serve`` (default:
             ``state_dir/bundle/party-<id>``, where training exported it).
+        privacy: The party's own privacy budget (VFL-PBM runs).
     """
 
     party_id: Annotated[int, PARTY_ID] = 0
@@ -239,6 +261,7 @@ class PartyConfig(Section):
     device: Literal["", "auto", "cpu", "cuda", "mps"] = ""
     audit_log: str = ""
     model: str = ""
+    privacy: PartyPrivacyConfig = field(default_factory=PartyPrivacyConfig)
 
 
 @rule(PartyConfig)

@@ -24,7 +24,7 @@ import torch
 from vfl.config import RunConfig
 from vfl.config.io import from_mapping
 from vfl.data.encoding import TableEncoder
-from vfl.deploy.config import PartyConfig, check_address
+from vfl.deploy.config import PartyConfig, PartyPrivacyConfig, check_address
 from vfl.deploy.data import HolderSplit, fit_features, load_party_tables
 from vfl.deploy.dispatch import answer
 from vfl.deploy.messages import (
@@ -35,10 +35,13 @@ from vfl.deploy.messages import (
     SetupRequest,
 )
 from vfl.deploy.psi_party import PsiResponder
+from vfl.deploy.releases import ReleaseFile, open_journal
 from vfl.deploy.state import PartyState
 from vfl.deploy.tls import party_tls, read_token
 from vfl.errors import ProtocolError, WireError
 from vfl.models.device import resolve_device
+from vfl.privacy.releases import ReleaseGuard
+from vfl.privacy.secure_sum import PartySecureSum
 from vfl.results.metrics import Task
 from vfl.roles.party import Party
 from vfl.run.bundles import BUNDLE, export_party
@@ -65,6 +68,7 @@ class PartyRuntime:
         state: Its state directory.
         categorical: Columns to one-hot encode (empty: inferred).
         device: This party's own ``train.device`` (empty: the run's).
+        privacy: Its own privacy budget for VFL-PBM runs.
         rng: Draws the secret order of its PSI lists (fresh entropy by default).
     """
 
@@ -76,10 +80,13 @@ class PartyRuntime:
         *,
         categorical: Sequence[str] = (),
         device: Literal["", "auto", "cpu", "cuda", "mps"] = "",
+        privacy: PartyPrivacyConfig | None = None,
         rng: np.random.Generator | None = None,
     ) -> None:
         self.party_id = party_id
         self.device = device
+        self.privacy = privacy or PartyPrivacyConfig()
+        self._journal: ReleaseFile | None = None
         self.tables = dict(tables)
         self.state = state
         self.categorical = tuple(categorical)
@@ -141,6 +148,8 @@ class PartyRuntime:
             saved = self.state.load_checkpoint(request.restore_round)
             party.load_state_dict(saved["role"])
             torch.set_rng_state(saved["torch_rng"])
+        if isinstance(party.options.privacy, PartySecureSum):
+            party.options.privacy.guard = self._release_guard(request.alignment, len(train_block))
         self.party, self.config, self.encoder = party, config, encoder
         how = "fresh" if request.restore_round < 0 else f"restored at round {request.restore_round}"
         log.info("set up (%s): %d train and %d test rows", how, len(train_block), len(test_block))
@@ -151,12 +160,39 @@ class PartyRuntime:
             num_test=len(test_block),
         )
 
+    def _release_guard(self, alignment: str, rows: int) -> ReleaseGuard:
+        """The guard of this alignment's training rows, with the counts of earlier releases."""
+        if self._journal is not None:  # a setup again (a restore): reopen what was written
+            self._journal.close()
+        self._journal, uses = open_journal(self.state.releases_path(alignment), rows)
+        guard = ReleaseGuard(
+            uses,
+            self._journal,
+            delta=self.privacy.delta,
+            max_epsilon=self.privacy.max_epsilon,
+            parties=self.privacy.parties,
+        )
+        log.info("privacy: this alignment's rows were released at most %d times", guard.most_uses)
+        return guard
+
     def _checkpoint(self, request: CheckpointRequest) -> ControlAck:
         if self.party is None:
             raise ProtocolError(f"party {self.party_id}: checkpoint requested before setup")
         state = {"role": self.party.state_dict(), "torch_rng": torch.get_rng_state()}
         self.state.save_checkpoint(request.round, state)
+        self._log_privacy_spent()
         return ControlAck(round=request.round)
+
+    def _log_privacy_spent(self) -> None:
+        privacy = self.party.options.privacy if self.party is not None else None
+        if isinstance(privacy, PartySecureSum) and privacy.guard and privacy.guard.last_event:
+            guard = privacy.guard
+            log.info(
+                "privacy (own count): rows released at most %d times, epsilon %.4g at delta %g",
+                guard.most_uses,
+                guard.epsilon(),
+                guard.delta,
+            )
 
     def _export(self, request: ExportRequest) -> ControlAck:
         if self.party is None or self.config is None or self.encoder is None:
@@ -264,6 +300,7 @@ def run_party(config: PartyConfig, *, resume: bool = False, server: str = "") ->
         state,
         categorical=config.data.categorical,
         device=config.device,
+        privacy=config.privacy,
     )
     link = party_link(config, runtime.handle, tls=tls, token=token, server=server)
     try:

@@ -5,6 +5,7 @@ Layout::
     STATE_DIR/
       alignment-<id>.pt      own row positions per split, in the run's canonical order
       checkpoint-<round>.pt  the role's state (model, optimizer, last round) after an epoch
+      releases-<id>.bin      every PBM release of the alignment's training rows (deploy.releases)
       wire.json              bytes this party really sent and received
 
 Checkpoints are named by the server's round counter at the end of an epoch, so that the server
@@ -97,6 +98,10 @@ class PartyState:
             if match:
                 rounds.append(int(match.group(1)))
         return sorted(rounds)
+
+    def releases_path(self, alignment_id: str) -> Path:
+        """The release journal of the alignment ``alignment_id``."""
+        return self._alignment_path(alignment_id).with_name(f"releases-{alignment_id}.bin")
 
     def _alignment_path(self, alignment_id: str) -> Path:
         if not alignment_id.isalnum():

@@ -20,7 +20,9 @@ import torch
 
 from vfl.errors import ProtocolError, WireError
 from vfl.privacy.binomial import ChaChaBinomial, CountSampler, TorchBinomial
+from vfl.privacy.events import PbmEvent
 from vfl.privacy.pbm import PoissonBinomialMechanism
+from vfl.privacy.releases import ReleaseGuard
 from vfl.secagg import (
     KeyPair,
     PartyState,
@@ -36,6 +38,8 @@ from vfl.secagg import (
     unmask,
 )
 from vfl.wire import (
+    SPLIT_TEST,
+    SPLIT_TRAIN,
     Ack,
     EmbedReply,
     MaskedCounts,
@@ -87,12 +91,15 @@ class PartySecureSum:
         mechanism: The PBM parameters (clip, trials, beta).
         sampler: Draws the mechanism's counts (its randomness).
         secure: Whether counts are masked (secure aggregation) or sent in the clear.
+        guard: Counts this party's releases of each training row and enforces its own budget
+            (a deployed party's); ``None`` counts nothing.
     """
 
     party_id: int
     mechanism: PoissonBinomialMechanism
     sampler: CountSampler
     secure: bool = True
+    guard: ReleaseGuard | None = None
     _train: PartyState | None = field(default=None, repr=False)
     _eval: PartyState | None = field(default=None, repr=False)
     _fraction_bits: int = 0
@@ -121,8 +128,19 @@ class PartySecureSum:
         self._eval = share_keys(self._eval, keys)
         return Ack(round=directory.round)
 
-    def train_reply(self, embedding: torch.Tensor, round_: int) -> Message:
-        """PBM counts of the round's embedding, masked (or packed in the clear)."""
+    def train_reply(
+        self, embedding: torch.Tensor, round_: int, *, rows: torch.Tensor | None = None
+    ) -> Message:
+        """PBM counts of the round's embedding (of training ``rows``), masked or packed.
+
+        Raises:
+            PrivacyBudgetExhausted: if the guard refuses the release.
+            ProtocolError: if the party has a guard and ``rows`` is not given.
+        """
+        if self.guard is not None:
+            if rows is None:
+                raise ProtocolError(f"party {self.party_id}: a counted release needs its rows")
+            self.guard.admit(rows.numpy(), self.release_event(width=embedding.shape[1]))
         counts = self.mechanism.privatize(embedding, sampler=self.sampler).numpy()
         if not self.secure:
             packed = pack_bits(counts, bits=self.mechanism.count_bits)
@@ -131,8 +149,33 @@ class PartySecureSum:
         self._train, masked = mask(state, counts, round=round_, channel=TRAIN_CHANNEL)
         return MaskedCounts(round=round_, payload=encode_masked(masked, bits=state.params.bits))
 
-    def eval_reply(self, embedding: torch.Tensor, round_: int) -> Message:
-        """An evaluation embedding: in fixed point and masked, or plain without secure sums."""
+    def release_event(self, *, width: int) -> PbmEvent:
+        """One release of one row's ``width``-wide embedding, as this party accounts for it.
+
+        Every party of the secure sum adds noise to it; counts in the clear only this party's.
+        """
+        contributors = len(self._require(self._train).params.party_ids) if self.secure else 1
+        mechanism = self.mechanism
+        if self.guard is None:
+            return mechanism.event(parties=contributors, dimension=width)
+        return self.guard.event(
+            trials=mechanism.trials, beta=mechanism.beta, parties=contributors, dimension=width
+        )
+
+    def eval_reply(
+        self, embedding: torch.Tensor, round_: int, *, split: int = SPLIT_TEST
+    ) -> Message:
+        """An evaluation embedding: in fixed point and masked, or plain without secure sums.
+
+        Raises:
+            ProtocolError: for training rows at a party with a guard: their exact embeddings
+                would release them without noise (epsilon infinite).
+        """
+        if self.guard is not None and split == SPLIT_TRAIN:
+            raise ProtocolError(
+                f"party {self.party_id} refuses to evaluate training rows: their exact"
+                " embeddings would release them without PBM noise"
+            )
         if not self.secure:
             return EmbedReply(round=round_, embedding=embedding)
         state = self._require(self._eval)

@@ -169,7 +169,7 @@ class Party:
         self._saved = None  # a later round is open now
         self._batch = (request.round, ids)
         if self.options.privacy is not None:
-            return self.options.privacy.train_reply(embedding.detach(), request.round)
+            return self.options.privacy.train_reply(embedding.detach(), request.round, rows=ids)
         return self._upload(embedding.detach(), request.round, "embedding")
 
     def _secure_sum_setup(self, message: SecAggSetup | PublicKeyDirectory) -> Message:
@@ -353,7 +353,7 @@ class Party:
         embedding = self.model(self._rows(request.split, ids))
         self.model.train()
         if self.options.privacy is not None:
-            return self.options.privacy.eval_reply(embedding, request.round)
+            return self.options.privacy.eval_reply(embedding, request.round, split=request.split)
         if self.options.compress_evaluation:
             return self._upload(embedding, request.round, evaluation_purpose(request))
         return EmbedReply(round=request.round, embedding=embedding)
