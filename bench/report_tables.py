@@ -6,6 +6,7 @@
 .venv/bin/python bench/report_tables.py sampler bench/results/sampler_by_trials.json
 .venv/bin/python bench/report_tables.py cold bench/results/codec_cold
 .venv/bin/python bench/report_tables.py pbm-parts bench/results/pbm_parts/run_1.json
+.venv/bin/python bench/report_tables.py pbm-party bench/results/pbm_party/run_1.json
 """
 
 from __future__ import annotations
@@ -135,6 +136,24 @@ def pbm_parts(path: Path) -> list[str]:
     return lines
 
 
+def pbm_party(path: Path) -> list[str]:
+    """One party's pipeline piece by piece, hot, from ``bench_pbm_party.py`` (µs per call)."""
+    r: dict[str, Any] = json.loads(path.read_text())
+    names = ("keystream", "draw", "privatize", "mask", "pack")
+    lines = [
+        "| parties | " + " | ".join(names) + " | privatize + mask + pack | CPU of those |",
+        "|---|" + "---|" * (len(names) + 2),
+    ]
+    for key, row in r.items():
+        if key.startswith("M="):
+            us, cpu = row["us"], row["cpu_us"]
+            party = sum(us[name] for name in ("privatize", "mask", "pack"))
+            party_cpu = sum(cpu[name] for name in ("privatize", "mask", "pack"))
+            cells = " | ".join(f"{us[name]:.0f}" for name in names)
+            lines.append(f"| {key} | {cells} | **{party:.0f}** | {party_cpu:.0f} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     tables = {
@@ -144,6 +163,7 @@ def main() -> None:
         "sampler": sampler,
         "cold": cold,
         "pbm-parts": pbm_parts,
+        "pbm-party": pbm_party,
     }
     parser.add_argument("table", choices=list(tables))
     parser.add_argument("source", type=Path)

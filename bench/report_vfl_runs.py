@@ -16,9 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-_NAME = re.compile(
-    r"^(?P<side>before|after|separate|pipelined)_b(?P<batch>\d+)_(?P<run>\d+)\.json$"
-)
+_NAME = re.compile(r"^(?P<side>[a-z]+)_b(?P<batch>\d+)_(?P<run>\d+)\.json$")
 _SECOND = ("after", "pipelined")
 
 

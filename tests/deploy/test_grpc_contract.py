@@ -15,6 +15,7 @@ from tests.transport.test_transport_contract import (
     TransportFactory,
     test_a_failing_party_is_reported_as_data,
     test_a_reply_for_another_round_is_rejected,
+    test_a_request_that_cannot_be_encoded_reaches_no_party_and_is_not_counted,
     test_each_party_gets_its_message_and_answers,
     test_ledger_records_the_encoded_size_of_every_message,
     test_unknown_party_is_a_protocol_error,
@@ -25,6 +26,7 @@ from vfl.transport import PartyEndpoint, Transport
 __all__ = [
     "test_a_failing_party_is_reported_as_data",
     "test_a_reply_for_another_round_is_rejected",
+    "test_a_request_that_cannot_be_encoded_reaches_no_party_and_is_not_counted",
     "test_each_party_gets_its_message_and_answers",
     "test_ledger_records_the_encoded_size_of_every_message",
     "test_unknown_party_is_a_protocol_error",

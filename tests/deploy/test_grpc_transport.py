@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -353,3 +355,32 @@ def test_cancelling_a_serving_link_ends_serve_instead_of_dialing_again(pki: PkiF
     assert isinstance(loopback.errors[1], asyncio.CancelledError)
     time.sleep(0.3)
     assert 1 not in loopback.transport.connected()
+
+
+def test_an_exchanges_requests_reach_the_event_loop_in_one_hand_off(
+    pki: PkiFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Prepare: three parties; count the hand-offs from this (the training) thread to the
+    # server's event loop (gRPC's own threads hand off to it too)
+    loopback = start_loopback(pki, {p: endpoint(p).handle_frame for p in (1, 2, 3)})
+    transport = loopback.transport
+    loop = transport.streams._loop
+    hand_offs: list[object] = []
+    forward = loop.call_soon_threadsafe
+    training_thread = threading.get_ident()
+
+    def counted(callback: Callable[..., object], *args: object) -> asyncio.Handle:
+        if threading.get_ident() == training_thread:
+            hand_offs.append(callback)
+        return forward(callback, *args)
+
+    monkeypatch.setattr(loop, "call_soon_threadsafe", counted)
+    ids = torch.arange(4)
+
+    # Execute
+    exchange = transport.request({p: EmbedRequest(round=0, ids=ids) for p in (1, 2, 3)})
+
+    # Assert
+    assert sorted(exchange.replies) == [1, 2, 3]
+    assert len(hand_offs) == 1
+    loopback.close()

@@ -110,3 +110,31 @@ def test_unknown_party_is_a_protocol_error(factory: TransportFactory) -> None:
     transport = factory(endpoints({1: echo_handler(1)}))
     with pytest.raises(ProtocolError, match="no party 7"):
         transport.request({7: EmbedRequest(round=0, ids=torch.arange(2))})
+
+
+def test_a_request_that_cannot_be_encoded_reaches_no_party_and_is_not_counted(
+    factory: TransportFactory,
+) -> None:
+    # Prepare
+    heard: list[int] = []
+
+    def listening(party: int) -> Callable[[Message], Message]:
+        def handle(message: Message) -> Message:
+            heard.append(party)
+            return echo_handler(party)(message)
+
+        return handle
+
+    transport = factory(endpoints({1: listening(1), 2: listening(2)}))
+    ids = torch.arange(2)
+
+    too_late = EmbedRequest(round=1 << 32, ids=ids)  # its round does not fit the frame header
+
+    # Execute / Assert
+    with pytest.raises(WireError, match="does not fit the u32 header field"):
+        transport.request({1: EmbedRequest(round=0, ids=ids), 2: too_late})
+    assert transport.ledger.total() == 0
+    # Assert: the control: a request that encodes reaches both, and party 1 heard nothing before
+    exchange = transport.request({p: EmbedRequest(round=0, ids=ids) for p in (1, 2)})
+    assert sorted(exchange.replies) == [1, 2]
+    assert sorted(heard) == [1, 2]

@@ -9,8 +9,8 @@ request, ``Message.check_reply``) before it settles the open request with the sa
 a bad frame is logged with its reason and dropped.
 
 The server runs on gRPC's asyncio API in one event-loop thread of its own: every stream's
-writer and reader is a task on that loop, so a request goes from the training thread to the
-loop in one hand-off (``call_soon_threadsafe``) and an exchange's replies come back in one
+writer and reader is a task on that loop, so an exchange's requests go from the training thread
+to the loop in one hand-off (``call_soon_threadsafe``) and its replies come back in one
 (the wait is woken when the last reply settles). The synchronous API needs a pool thread to
 write each stream and another to read it, and wakes one of them per message. Services hosted
 beside the link (``vfl serve``'s scoring API) keep their synchronous handlers, which gRPC runs
@@ -76,14 +76,21 @@ class _Stream:
         self._loop = loop
 
     def put(self, chunks: Sequence[bytes]) -> None:
-        self._loop.call_soon_threadsafe(self._put, chunks)
+        self._loop.call_soon_threadsafe(self.put_now, chunks)
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self.outbox.put_nowait, None)
 
-    def _put(self, chunks: Sequence[bytes]) -> None:
+    def put_now(self, chunks: Sequence[bytes]) -> None:
+        """Queue ``chunks`` (on the event loop's thread only)."""
         for chunk in chunks:
             self.outbox.put_nowait(chunk)
+
+
+def _put_all(writes: Sequence[tuple[_Stream, Sequence[bytes]]]) -> None:
+    """Queue every stream's chunks (on the event loop)."""
+    for stream, chunks in writes:
+        stream.put_now(chunks)
 
 
 class PartyStreams:
@@ -387,20 +394,24 @@ class PartyStreams:
         """Whether ``party`` has had an open stream since the server started."""
         return party in self._streams or party in self._away_since
 
-    def transmit(self, pending: Pending) -> None:
-        """Write a request to its party's stream, if one is open (else it waits to reconnect).
+    def transmit(self, pendings: Sequence[Pending]) -> None:
+        """Write requests to their parties' streams, those that are open (the others wait).
 
-        Call with ``pending.condition`` held.
+        All of them reach the event loop in one hand-off. Call with ``pending.condition`` held.
         """
-        stream = self._streams.get(pending.party)
-        if stream is None:
-            return
-        if pending.instance is not None and stream.instance != pending.instance:
-            self._pending.settle(pending, error=_restarted(pending.party))
-            return
-        for chunk in pending.chunks:
-            self._wire.add_sent(pending.category, len(chunk))
-        stream.put(pending.chunks)
+        writes: list[tuple[_Stream, Sequence[bytes]]] = []
+        for pending in pendings:
+            stream = self._streams.get(pending.party)
+            if stream is None:
+                continue
+            if pending.instance is not None and stream.instance != pending.instance:
+                self._pending.settle(pending, error=_restarted(pending.party))
+                continue
+            for chunk in pending.chunks:
+                self._wire.add_sent(pending.category, len(chunk))
+            writes.append((stream, pending.chunks))
+        if writes:
+            self._loop.call_soon_threadsafe(_put_all, writes)
 
     def close(self) -> None:
         """End every stream, stop serving and end the event-loop thread (again: a no-op)."""

@@ -198,7 +198,17 @@ class GrpcTransport(Transport):
         for party in messages:
             if party not in self._party_ids:
                 raise ProtocolError(f"no party {party}; this transport reaches {self._party_ids}")
-        pendings = [self._send(party, message, phase) for party, message in messages.items()]
+        # Every request is encoded before any is counted or sent: one that cannot be encoded
+        # stops the exchange before a party hears of it.
+        frames = {party: encode(message, sender=SERVER_ID) for party, message in messages.items()}
+        pendings = [
+            self._pending_for(party, messages[party], frame, phase)
+            for party, frame in frames.items()
+        ]
+        with self._pending.condition:
+            for pending in pendings:
+                self._pending.add(pending)
+            self.streams.transmit(pendings)
         try:
             self._await(pendings, self.control_policy if phase is None else self.policy)
         finally:
@@ -215,20 +225,16 @@ class GrpcTransport(Transport):
                 failures[pending.party] = pending.error
         return Exchange(replies, failures)
 
-    def _send(self, party: int, message: Message, phase: Phase | None) -> Pending:
-        frame = encode(message, sender=SERVER_ID)
+    def _pending_for(
+        self, party: int, message: Message, frame: bytes, phase: Phase | None
+    ) -> Pending:
+        """The open request of ``message`` (encoded as ``frame``) to ``party``, counted."""
         if phase is not None:
             self._record(message, len(frame), phase, "down", party)
         message_id = self._pending.new_id()
         chunks = split_frame(message_id, frame, chunk_bytes=self._chunk_bytes)
         category = CONTROL if phase is None else phase
-        with self._pending.condition:
-            pending = Pending(
-                message_id, party, message, chunks, category, self.streams.pinned(party)
-            )
-            self._pending.add(pending)
-            self.streams.transmit(pending)
-        return pending
+        return Pending(message_id, party, message, chunks, category, self.streams.pinned(party))
 
     def _await(self, pendings: list[Pending], policy: RetryPolicy) -> None:
         for attempt in range(1, policy.attempts + 1):
@@ -238,7 +244,8 @@ class GrpcTransport(Transport):
                 break
             self._pending.wait(pendings, policy.delay(attempt, rng=self._rng))
             with self._pending.condition:
-                for pending in (p for p in pendings if not p.done):
+                again = [p for p in pendings if not p.done]
+                for pending in again:
                     log.info(
                         "no reply from party %d; sending %s again (attempt %d of %d)",
                         pending.party,
@@ -246,7 +253,7 @@ class GrpcTransport(Transport):
                         attempt + 1,
                         policy.attempts,
                     )
-                    self.streams.transmit(pending)
+                self.streams.transmit(again)
         for pending in pendings:
             self._pending.settle(pending, error=self._timeout(pending, policy))
 
