@@ -19,7 +19,7 @@ from vfl import jit
 from vfl.errors import ConfigError
 from vfl.privacy import binomial, binomial_kernels
 from vfl.privacy.binomial import ChaChaBinomial, CountSampler, TorchBinomial
-from vfl.privacy.secure_sum import count_sampler
+from vfl.privacy.randomness import count_sampler
 
 SAMPLERS: dict[str, Callable[[int], CountSampler]] = {
     "chacha": ChaChaBinomial.from_seed,

@@ -8,11 +8,9 @@ every epoch. Its data never leaves the process; its IDs leave only blinded.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import logging
-import time
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -24,6 +22,7 @@ import torch
 from vfl.config import RunConfig
 from vfl.config.io import from_mapping
 from vfl.data.encoding import TableEncoder
+from vfl.deploy.audit import audited
 from vfl.deploy.config import PartyConfig, PartyPrivacyConfig, check_address
 from vfl.deploy.data import HolderSplit, fit_features, load_party_tables
 from vfl.deploy.dispatch import answer
@@ -38,7 +37,7 @@ from vfl.deploy.psi_party import PsiResponder
 from vfl.deploy.releases import ReleaseFile, open_journal
 from vfl.deploy.state import PartyState
 from vfl.deploy.tls import party_tls, read_token
-from vfl.errors import ProtocolError, WireError
+from vfl.errors import ProtocolError
 from vfl.models.device import resolve_device
 from vfl.privacy.releases import ReleaseGuard
 from vfl.privacy.secure_sum import PartySecureSum
@@ -51,10 +50,8 @@ from vfl.run.stages import use_threads
 from vfl.seeding import derive_seed
 from vfl.transport.base import PartyEndpoint
 from vfl.transport.grpc_party import FrameHandler, PartyLink
-from vfl.transport.link import is_control
 from vfl.transport.security import PartyTls
-from vfl.wire import Message, decode
-from vfl.wire.frames import peek_kind
+from vfl.wire import Message
 
 log = logging.getLogger(__name__)
 
@@ -250,33 +247,6 @@ def party_link(
         keepalive_s=config.keepalive_s,
         model=model,
     )
-
-
-def audited(handler: FrameHandler, path: Path) -> FrameHandler:
-    """Wrap a frame handler so that every received frame is logged to a JSONL file.
-
-    Control frames (alignment, setup) are recorded in full (base64); training frames by kind,
-    message type, round and size only. The log shows what the party was ever told.
-    """
-
-    def handle(frame: bytes) -> bytes:
-        record: dict[str, Any] = {"time": time.time(), "bytes": len(frame)}
-        try:
-            kind = peek_kind(frame)
-            record["kind"] = kind
-            message = decode(frame).message
-            record["message"] = type(message).__name__
-            record["round"] = message.round
-            if is_control(kind):
-                record["data"] = base64.b64encode(frame).decode()
-        except WireError as error:
-            record["error"] = str(error)
-            record["data"] = base64.b64encode(frame).decode()
-        with path.open("a") as handle_:
-            handle_.write(json.dumps(record) + "\n")
-        return handler(frame)
-
-    return handle
 
 
 def run_party(config: PartyConfig, *, resume: bool = False, server: str = "") -> None:

@@ -19,8 +19,9 @@ import numpy as np
 import torch
 
 from vfl.errors import ProtocolError, WireError
-from vfl.privacy.binomial import ChaChaBinomial, CountSampler, TorchBinomial
+from vfl.privacy.binomial import CountSampler
 from vfl.privacy.events import PbmEvent
+from vfl.privacy.fixed_point import from_fixed_point_sum, to_fixed_point
 from vfl.privacy.pbm import PoissonBinomialMechanism
 from vfl.privacy.releases import ReleaseGuard
 from vfl.secagg import (
@@ -53,21 +54,6 @@ from vfl.wire.bitpack import pack_bits, unpack_bits
 
 TRAIN_CHANNEL = 0
 EVAL_RUN_SUFFIX = b"/eval"
-
-
-def to_fixed_point(x: torch.Tensor, *, clip: float, fraction_bits: int) -> np.ndarray:
-    """``round((x / C + 1) 2^(f-1))`` in ``0..2^f``: bounded values as non-negative integers."""
-    values = x.detach().to(device="cpu", dtype=torch.float64).clamp(-clip, clip)
-    scaled = (values / clip + 1.0) * 2.0 ** (fraction_bits - 1)
-    return scaled.round().to(torch.int64).numpy()
-
-
-def from_fixed_point_sum(
-    total: np.ndarray, *, parties: int, clip: float, fraction_bits: int
-) -> torch.Tensor:
-    """The sum of ``parties`` embeddings from the sum of their fixed-point encodings."""
-    values = total.astype(np.float64) / 2.0 ** (fraction_bits - 1) - parties
-    return torch.from_numpy(values * clip).to(torch.float32)
 
 
 def session_params(setup: SecAggSetup, *, evaluation: bool) -> SecAggParams:
@@ -213,32 +199,6 @@ class PartySecureSum:
         """
         self.sampler.load_state_dict(state)
         self.reset()
-
-
-def mechanism_generator(seed: int, *, secure_rng: bool) -> torch.Generator:
-    """A torch generator: seeded (reproducible) or from 64 bits of the operating system."""
-    generator = torch.Generator()
-    generator.manual_seed(int.from_bytes(os.urandom(8), "little") if secure_rng else seed)
-    return generator
-
-
-SAMPLERS = ("chacha", "torch")
-
-
-def count_sampler(kind: str, seed: int, *, secure_rng: bool) -> CountSampler:
-    """The PBM's count sampler ``kind`` (``SAMPLERS``), seeded or from the operating system.
-
-    ``chacha`` takes a 256-bit ChaCha20 key (from the OS, or derived from ``seed``); ``torch``
-    a Mersenne Twister seeded with 64 bits (from the OS, or ``seed``).
-
-    Raises:
-        ValueError: for a ``kind`` outside ``SAMPLERS``.
-    """
-    if kind == "chacha":
-        return ChaChaBinomial.from_os() if secure_rng else ChaChaBinomial.from_seed(seed)
-    if kind == "torch":
-        return TorchBinomial(mechanism_generator(seed, secure_rng=secure_rng))
-    raise ValueError(f"unknown PBM sampler {kind!r}; valid: {', '.join(SAMPLERS)}")
 
 
 @dataclass

@@ -23,12 +23,8 @@ from vfl.config.buildable import compressor_parameters
 from vfl.models.optim import LearningRateSchedule
 from vfl.privacy.gradient_noise import GradientNoise
 from vfl.privacy.pbm import PoissonBinomialMechanism
-from vfl.privacy.secure_sum import (
-    PartySecureSum,
-    ServerSecureSum,
-    count_sampler,
-    mechanism_generator,
-)
+from vfl.privacy.randomness import count_sampler, mechanism_generator
+from vfl.privacy.secure_sum import PartySecureSum, ServerSecureSum
 from vfl.protocol.loop import Links, LoopOptions, ServerPrivacy
 from vfl.protocol.sampler import BatchSampler
 from vfl.prune import make_schedule as make_ratio_schedule
