@@ -376,11 +376,15 @@ def test_an_exchanges_requests_reach_the_event_loop_in_one_hand_off(
 
     monkeypatch.setattr(loop, "call_soon_threadsafe", counted)
     ids = torch.arange(4)
+    assert sorted(transport.connected()) == [1, 2, 3]  # else a request waits for its party
 
     # Execute
-    exchange = transport.request({p: EmbedRequest(round=0, ids=ids) for p in (1, 2, 3)})
+    try:
+        exchange = transport.request({p: EmbedRequest(round=0, ids=ids) for p in (1, 2, 3)})
+    finally:
+        monkeypatch.undo()  # closing hands off too
+        loopback.close()
 
     # Assert
     assert sorted(exchange.replies) == [1, 2, 3]
     assert len(hand_offs) == 1
-    loopback.close()

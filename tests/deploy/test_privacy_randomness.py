@@ -8,10 +8,12 @@ stops the run at its own budget.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import pytest
 import torch
 
@@ -23,7 +25,7 @@ from vfl.config.io import to_toml
 from vfl.deploy.config import load_run_config, party_view
 from vfl.deploy.messages import SetupRequest
 from vfl.deploy.party import PartyRuntime
-from vfl.deploy.releases import open_journal
+from vfl.deploy.releases import MAGIC, open_journal
 from vfl.deploy.state import PartyState
 from vfl.errors import ConfigError, ProtocolError
 from vfl.privacy.budget import EpochBudget
@@ -161,13 +163,15 @@ def test_two_deployments_with_the_same_seed_draw_fresh_pbm_noise(
     assert all(state["sampler"] == "chacha" and "key" not in state for state in states)
 
 
-def journal_uses(scenario: Scenario, party: int) -> list[int]:
-    """How often each training row left ``party``, from its release journal."""
+def journal_uses(scenario: Scenario, party: int) -> tuple[list[int], list[int]]:
+    """How often each training row of ``party``'s table left it: the aligned rows, the others."""
     (path,) = scenario.state_dir(party).glob("releases-*.bin")
-    rows = len(party_alignment(scenario, party).rows[0])
-    journal, uses = open_journal(path, rows)
+    rows, digest = struct.unpack_from("<Q32s", path.read_bytes(), len(MAGIC))
+    journal, uses, _ = open_journal(path, rows, digest)
     journal.close()
-    return list(uses.tolist())
+    aligned = party_alignment(scenario, party).rows[0]
+    others = np.setdiff1d(np.arange(rows), aligned)
+    return uses[aligned].tolist(), uses[others].tolist()
 
 
 @pytest.mark.slow
@@ -179,8 +183,9 @@ def test_deployed_parties_journal_one_release_of_each_training_row_per_epoch(
 
     # Assert
     for party in (1, 2):
-        uses = journal_uses(scenario, party)
-        assert uses and set(uses) == {2}  # two shuffled epochs
+        aligned, others = journal_uses(scenario, party)
+        assert aligned and set(aligned) == {2}  # two shuffled epochs
+        assert others and set(others) == {0}  # rows outside the intersection never leave
         log = (scenario.run_dir / "logs" / f"party-{party}.log").read_text()
         assert "privacy (own count): rows released at most 2 times, epsilon" in log
 
@@ -207,4 +212,4 @@ def test_a_deployed_party_stops_the_run_at_its_own_privacy_budget(tmp_path: Path
     # Assert
     assert result.returncode != 0
     assert f"max_epsilon = {limit:g}, which allows 1 release(s) of a row" in result.stderr
-    assert set(journal_uses(scenario, 1)) == {1}
+    assert set(journal_uses(scenario, 1)[0]) == {1}

@@ -15,6 +15,7 @@ from vfl.privacy.events import PbmEvent
 from vfl.privacy.releases import ReleaseGuard, Rows
 
 EVENT = PbmEvent(trials=16, beta=0.05, parties=4, dimension=2)
+NOISIER = PbmEvent(trials=4, beta=0.01, parties=4, dimension=2)
 DELTA = 1e-5
 
 
@@ -22,23 +23,29 @@ class ListJournal:
     """Remembers every release it was given, in order."""
 
     def __init__(self) -> None:
-        self.releases: list[list[int]] = []
+        self.releases: list[tuple[list[int], PbmEvent]] = []
 
-    def append(self, rows: Rows) -> None:
-        self.releases.append(rows.tolist())
+    def append(self, rows: Rows, event: PbmEvent) -> None:
+        self.releases.append((rows.tolist(), event))
 
 
 class FailingJournal:
-    def append(self, rows: Rows) -> None:
+    def append(self, rows: Rows, event: PbmEvent) -> None:
         raise OSError("disk full")
 
 
 def guard(
-    rows: int, *, max_epsilon: float = 0.0, parties: int = 0
+    rows: int, *, max_epsilon: float = 0.0, parties: int = 0, row_map: Rows | None = None
 ) -> tuple[ReleaseGuard, ListJournal]:
     journal = ListJournal()
     uses = np.zeros(rows, dtype=np.int64)
-    return ReleaseGuard(uses, journal, DELTA, max_epsilon, parties), journal
+    counter = ReleaseGuard(uses, journal, DELTA, max_epsilon, parties, row_map=row_map)
+    return counter, journal
+
+
+def between(budget: EpochBudget, fits: int) -> float:
+    """A max_epsilon that lets ``fits`` releases of a row through, not one more."""
+    return (budget.epsilon(fits) + budget.epsilon(fits + 1)) / 2
 
 
 @given(st.lists(st.lists(st.integers(0, 9), max_size=6), max_size=8))
@@ -55,8 +62,21 @@ def test_the_guard_counts_every_release_of_every_row_and_journals_it_in_order(
     # Assert
     expected = Counter(row for batch in batches for row in batch)
     assert counter.uses.tolist() == [expected[row] for row in range(10)]
-    assert journal.releases == batches
+    assert journal.releases == [(batch, EVENT) for batch in batches]
     assert counter.most_uses == max(expected.values(), default=0)
+
+
+def test_block_positions_are_counted_as_the_rows_of_the_table_they_map_to() -> None:
+    # Prepare: a block of 3 rows drawn from a table of 5
+    counter, journal = guard(5, row_map=np.array([4, 0, 2], dtype=np.int64))
+
+    # Execute
+    counter.admit(np.array([0, 1], dtype=np.int64), EVENT)
+    counter.admit(np.array([0, 2], dtype=np.int64), EVENT)
+
+    # Assert
+    assert counter.uses.tolist() == [1, 0, 1, 0, 2]
+    assert [rows for rows, _ in journal.releases] == [[4, 0], [4, 2]]
 
 
 def test_epsilon_is_the_accountants_for_the_most_releases_of_one_row() -> None:
@@ -71,12 +91,27 @@ def test_epsilon_is_the_accountants_for_the_most_releases_of_one_row() -> None:
     # Assert: row 1 was released three times
     assert spent == EpochBudget(EVENT, DELTA).epsilon(3)
     assert 0 < EpochBudget(EVENT, DELTA).epsilon(2) < spent
+    assert guard(4)[0].epsilon() == 0.0  # the control: nothing released, nothing spent
+
+
+def test_releases_under_several_settings_each_count_as_the_worst_of_them() -> None:
+    # Prepare
+    counter, _ = guard(2)
+    counter.admit(np.array([0], dtype=np.int64), NOISIER)
+    counter.admit(np.array([0], dtype=np.int64), EVENT)
+
+    # Execute
+    spent = counter.epsilon()
+
+    # Assert
+    assert spent == EpochBudget.worst_of([EVENT, NOISIER], DELTA).epsilon(2)
+    assert spent >= EpochBudget(EVENT, DELTA).epsilon(2) > EpochBudget(NOISIER, DELTA).epsilon(2)
 
 
 def test_a_release_beyond_the_budget_is_refused_and_nothing_is_counted_or_written() -> None:
     # Prepare: a budget that fits two releases of a row, not three
     budget = EpochBudget(EVENT, DELTA)
-    limit = (budget.epsilon(2) + budget.epsilon(3)) / 2
+    limit = between(budget, 2)
     counter, journal = guard(4, max_epsilon=limit)
     counter.admit(np.array([0, 1], dtype=np.int64), EVENT)
     counter.admit(np.array([0, 2], dtype=np.int64), EVENT)
@@ -96,10 +131,23 @@ def test_a_release_beyond_the_budget_is_refused_and_nothing_is_counted_or_writte
     assert counter.uses.tolist() == [2, 2, 1, 1]
 
 
+def test_a_setting_with_less_noise_spends_the_budget_sooner() -> None:
+    # Prepare: a budget that fits three releases under the noisier setting
+    counter, _ = guard(1, max_epsilon=between(EpochBudget(NOISIER, DELTA), 3))
+    for _ in range(2):
+        counter.admit(np.array([0], dtype=np.int64), NOISIER)
+
+    # Execute / Assert: a third release with less noise is counted as the worse of the two
+    assert EpochBudget(EVENT, DELTA).epsilon(3) > counter.max_epsilon
+    with pytest.raises(PrivacyBudgetExhausted):
+        counter.admit(np.array([0], dtype=np.int64), EVENT)
+    counter.admit(np.array([0], dtype=np.int64), NOISIER)  # the control
+    assert counter.uses.tolist() == [3]
+
+
 def test_a_row_twice_in_one_release_counts_twice_against_the_budget() -> None:
     # Prepare
-    budget = EpochBudget(EVENT, DELTA)
-    counter, _ = guard(2, max_epsilon=(budget.epsilon(1) + budget.epsilon(2)) / 2)
+    counter, _ = guard(2, max_epsilon=between(EpochBudget(EVENT, DELTA), 1))
 
     # Execute / Assert
     with pytest.raises(PrivacyBudgetExhausted, match="take a row to 2 releases"):
@@ -116,30 +164,36 @@ def test_a_release_is_counted_only_once_the_journal_holds_it() -> None:
     with pytest.raises(OSError, match="disk full"):
         counter.admit(np.array([0, 2], dtype=np.int64), EVENT)
     assert counter.uses.tolist() == [0, 0, 0]
+    assert counter.events == set()
 
 
-def test_the_party_may_count_on_its_own_noise_alone() -> None:
+@pytest.mark.parametrize(
+    ("setting", "in_the_sum", "counted"),
+    [(0, 4, 4), (1, 4, 1), (2, 4, 2), (5, 4, 4), (5, 1, 1), (0, 1, 1)],
+)
+def test_the_party_counts_on_at_most_its_setting_of_parties_noise(
+    setting: int, in_the_sum: int, counted: int
+) -> None:
     # Prepare
-    everyone, _ = guard(2)
-    alone, _ = guard(2, parties=1)
+    counter, _ = guard(1, parties=setting)
 
     # Execute
-    events = [g.event(trials=16, beta=0.05, parties=4, dimension=2) for g in (everyone, alone)]
+    event = counter.event(trials=16, beta=0.05, parties=in_the_sum, dimension=2)
 
     # Assert
-    assert [e.parties for e in events] == [4, 1]
-    for g, event in zip((everyone, alone), events, strict=True):
-        g.admit(np.array([0], dtype=np.int64), event)
-    assert alone.epsilon() > everyone.epsilon() > 0
+    assert event == PbmEvent(trials=16, beta=0.05, parties=counted, dimension=2)
 
 
-def test_rows_outside_the_training_rows_are_refused() -> None:
+def test_rows_outside_the_training_block_are_refused() -> None:
     # Prepare
     counter, journal = guard(3)
 
     # Execute / Assert
-    with pytest.raises(ConfigError, match=r"released rows must lie in \[0, 2\], got \[1, 3\]"):
+    with pytest.raises(ConfigError) as caught:
         counter.admit(np.array([1, 3], dtype=np.int64), EVENT)
+    assert str(caught.value) == (
+        "released rows must lie in this party's training rows [0, 2], got [1, 3]"
+    )
     assert journal.releases == []
 
 
@@ -155,3 +209,8 @@ def test_invalid_guard_settings_are_refused(options: dict[str, float], message: 
     with pytest.raises(ConfigError) as caught:
         ReleaseGuard(np.zeros(1, dtype=np.int64), **options)  # type: ignore[arg-type]
     assert str(caught.value) == message
+
+
+def test_the_worst_of_no_events_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least one event"):
+        EpochBudget.worst_of([], DELTA)

@@ -205,18 +205,19 @@ def _certificate_has_its_key(tls: PartyTlsConfig) -> None:
 
 @dataclass(frozen=True)
 class PartyPrivacyConfig(Section):
-    """A party's own privacy budget for VFL-PBM runs, whatever the server's config says.
+    """A party's own privacy budget, whatever the server's config says.
 
-    The party counts every release of each of its training rows itself, across restarts
-    (``STATE_DIR/releases-<alignment>.bin``), and logs its epsilon after every epoch.
+    In VFL-PBM runs the party counts every release of each row of its training table itself,
+    across restarts, alignments and runs over that table (``STATE_DIR/releases-<digest>.bin``),
+    and logs its epsilon after every epoch.
 
     Attributes:
-        max_epsilon: Refuse a release that would take a row past this epsilon; 0 counts and
-            reports without a limit.
+        max_epsilon: Refuse a release that would take a row past this epsilon, and any run
+            without PBM; 0 counts and reports without a limit.
         delta: The delta of the party's epsilon.
-        parties: The number of parties whose noise the party counts on: 0 for every party of
-            the secure sum (as the server's accountant does), 1 for its own noise alone (the
-            worst case, should the other parties collude with the server).
+        parties: Count on at most this many parties' noise: 0 on every party of the secure sum
+            as the server announces it (as the server's accountant does), 1 on the party's own
+            noise alone (should the server add parties of its own, or the others collude).
     """
 
     max_epsilon: Annotated[float, Range(ge=0, note="0 = no limit")] = 0.0

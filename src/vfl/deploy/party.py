@@ -22,9 +22,10 @@ import torch
 from vfl.config import RunConfig
 from vfl.config.io import from_mapping
 from vfl.data.encoding import TableEncoder
+from vfl.deploy.alignment import Alignment
 from vfl.deploy.audit import audited
 from vfl.deploy.config import PartyConfig, PartyPrivacyConfig, check_address
-from vfl.deploy.data import HolderSplit, fit_features, load_party_tables
+from vfl.deploy.data import HolderSplit, fit_features, id_bytes, load_party_tables
 from vfl.deploy.dispatch import answer
 from vfl.deploy.messages import (
     CheckpointRequest,
@@ -34,7 +35,7 @@ from vfl.deploy.messages import (
     SetupRequest,
 )
 from vfl.deploy.psi_party import PsiResponder
-from vfl.deploy.releases import ReleaseFile, open_journal
+from vfl.deploy.releases import ReleaseFile, open_journal, table_digest
 from vfl.deploy.state import PartyState
 from vfl.deploy.tls import party_tls, read_token
 from vfl.errors import ProtocolError
@@ -51,7 +52,7 @@ from vfl.seeding import derive_seed
 from vfl.transport.base import PartyEndpoint
 from vfl.transport.grpc_party import FrameHandler, PartyLink
 from vfl.transport.security import PartyTls
-from vfl.wire import Message
+from vfl.wire import SPLIT_TRAIN, Message
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,7 @@ class PartyRuntime:
         self.device = device
         self.privacy = privacy or PartyPrivacyConfig()
         self._journal: ReleaseFile | None = None
+        self._table_digest: bytes | None = None
         self.tables = dict(tables)
         self.state = state
         self.categorical = tuple(categorical)
@@ -118,6 +120,12 @@ class PartyRuntime:
                 f"party {self.party_id} refuses the run: privacy.randomness = 'seeded' would derive"
                 " its noise from train.seed, a value the server chose"
             )
+        if config.privacy.mechanism != "pbm" and self.privacy.max_epsilon:
+            raise ProtocolError(
+                f"party {self.party_id} refuses the run: its privacy.max_epsilon ="
+                f" {self.privacy.max_epsilon:g} needs privacy.mechanism = 'pbm', and this run"
+                f" has {config.privacy.mechanism!r} (its embeddings would leave without noise)"
+            )
         if config.privacy.mechanism == "pbm" and config.privacy.sampler != "chacha":
             raise ProtocolError(
                 f"party {self.party_id} refuses the run: privacy.sampler ="
@@ -146,7 +154,7 @@ class PartyRuntime:
             party.load_state_dict(saved["role"])
             torch.set_rng_state(saved["torch_rng"])
         if isinstance(party.options.privacy, PartySecureSum):
-            party.options.privacy.guard = self._release_guard(request.alignment, len(train_block))
+            party.options.privacy.guard = self._release_guard(alignment)
         self.party, self.config, self.encoder = party, config, encoder
         how = "fresh" if request.restore_round < 0 else f"restored at round {request.restore_round}"
         log.info("set up (%s): %d train and %d test rows", how, len(train_block), len(test_block))
@@ -157,19 +165,26 @@ class PartyRuntime:
             num_test=len(test_block),
         )
 
-    def _release_guard(self, alignment: str, rows: int) -> ReleaseGuard:
-        """The guard of this alignment's training rows, with the counts of earlier releases."""
-        if self._journal is not None:  # a setup again (a restore): reopen what was written
+    def _release_guard(self, alignment: Alignment) -> ReleaseGuard:
+        """The guard of the training table's rows, with the counts of every earlier release."""
+        if self._table_digest is None:
+            self._table_digest = table_digest(id_bytes(self.tables[SPLIT_TRAIN].ids))
+        rows = len(self.tables[SPLIT_TRAIN].ids)
+        path = self.state.releases_path(self._table_digest.hex()[:16])
+        journal, uses, events = open_journal(path, rows, self._table_digest)
+        if self._journal is not None:  # a setup again (a restore, a new run)
             self._journal.close()
-        self._journal, uses = open_journal(self.state.releases_path(alignment), rows)
+        self._journal = journal
         guard = ReleaseGuard(
             uses,
-            self._journal,
+            journal,
             delta=self.privacy.delta,
             max_epsilon=self.privacy.max_epsilon,
             parties=self.privacy.parties,
+            events=events,
+            row_map=alignment.rows[SPLIT_TRAIN],
         )
-        log.info("privacy: this alignment's rows were released at most %d times", guard.most_uses)
+        log.info("privacy: this table's rows were released at most %d times", guard.most_uses)
         return guard
 
     def _checkpoint(self, request: CheckpointRequest) -> ControlAck:
@@ -182,7 +197,7 @@ class PartyRuntime:
 
     def _log_privacy_spent(self) -> None:
         privacy = self.party.options.privacy if self.party is not None else None
-        if isinstance(privacy, PartySecureSum) and privacy.guard and privacy.guard.last_event:
+        if isinstance(privacy, PartySecureSum) and privacy.guard and privacy.guard.events:
             guard = privacy.guard
             log.info(
                 "privacy (own count): rows released at most %d times, epsilon %.4g at delta %g",

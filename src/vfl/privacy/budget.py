@@ -9,6 +9,7 @@ gradients). RDP composes additively, so ``ε(K) = min_α [K ε₁(α) + log(1/δ
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -30,6 +31,24 @@ class EpochBudget:
         self.orders = accountant.orders
         self.curve = accountant.rdp
         self.delta = delta
+
+    @classmethod
+    def worst_of(cls, events: Iterable[PrivacyEvent], delta: float) -> EpochBudget:
+        """The budget of epochs that may each release any one of ``events``.
+
+        Its curve is the events' pointwise largest RDP: ``K`` such epochs compose to at most
+        ``K`` times it at every order, whichever events they were.
+
+        Raises:
+            ValueError: if ``events`` is empty.
+        """
+        budgets = [cls(event, delta) for event in events]
+        if not budgets:
+            raise ValueError("worst_of needs at least one event")
+        worst = budgets[0]
+        for budget in budgets[1:]:
+            worst.curve = np.maximum(worst.curve, budget.curve)
+        return worst
 
     def epsilon(self, epochs: int) -> float:
         """Epsilon at ``delta`` after ``epochs`` epochs (0 for none)."""

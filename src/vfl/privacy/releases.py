@@ -1,13 +1,14 @@
 """A party's own count of what it released of each training row, and the budget it enforces.
 
 The server's accountant counts epochs: each shuffled epoch releases every training row once. A
-deployed party that restarts (a fresh setup, or a restore at a round the server picks) trains
-rounds again under a fresh noise key, so a row can leave it more often than the server counts,
-and a party cannot take the server's word for how often. ``ReleaseGuard`` counts every
-training release per row itself, has each one written down (its ``ReleaseJournal``) before the
-counts leave the party, and refuses a release that would take a row past the party's own
-``max_epsilon``. Its epsilon is the accountant's for ``K`` releases of one row through PBM, with
-``K`` the most any row was released (``docs/privacy.md``, "Re-released rounds").
+deployed party that restarts (a fresh setup, or a restore at a round the server picks), or
+whose server starts the run again, trains rounds again under fresh noise, so a row can leave it
+more often than the server counts, and a party cannot take the server's word for how often.
+``ReleaseGuard`` counts every training release per row itself, has each one written down (its
+``ReleaseJournal``) before the counts leave the party, and refuses a release that would take a
+row past the party's own ``max_epsilon``. Its epsilon is the accountant's for ``K`` releases of
+one row, ``K`` the most any row was released, each release counted as the worst of the PBM
+settings the party ever released under (``docs/privacy.md``, "Re-released rounds").
 """
 
 from __future__ import annotations
@@ -31,15 +32,15 @@ _MOST_USES = 1 << 30
 class ReleaseJournal(Protocol):
     """Where a party writes down each release before it sends it (a file in a deployment)."""
 
-    def append(self, rows: Rows) -> None:
-        """Record one release of ``rows`` (durably, before the release leaves the party)."""
+    def append(self, rows: Rows, event: PbmEvent) -> None:
+        """Record one release of ``rows`` under ``event`` (durably, before it leaves)."""
         ...
 
 
 class NoJournal:
     """Keeps nothing: the counts live as long as the process (tests, simulations)."""
 
-    def append(self, rows: Rows) -> None:
+    def append(self, rows: Rows, event: PbmEvent) -> None:
         """Nothing to write."""
 
 
@@ -48,14 +49,18 @@ class ReleaseGuard:
     """Counts a party's PBM releases of each training row and enforces its own budget.
 
     Attributes:
-        uses: How often each training row was released (updated in place).
+        uses: How often each row was released (updated in place), indexed by ``row_map``'s
+            values: in a deployment, the rows of the party's own training table.
         journal: Written before each release leaves the party.
         delta: The delta of the party's epsilon.
         max_epsilon: The party's budget; 0 counts and reports without a limit.
-        parties: The ``M`` to account with; 0 for every party of the secure sum (as the
-            server's accountant), 1 to count only this party's own noise (the worst case, should
-            the other parties collude with the server).
-        last_event: The last admitted release (``None`` before any).
+        parties: At most this many parties' noise is counted on (0: every party of the secure
+            sum, as the server's accountant; 1: this party's own noise alone, the worst case,
+            should the other parties collude with the server or be the server's own).
+        events: Every PBM setting a release was made under, earlier ones (read back from the
+            journal) included.
+        row_map: The row of ``uses`` for each position of the party's training block (its
+            alignment's own rows); ``None`` when they are the same.
     """
 
     uses: Rows
@@ -63,8 +68,11 @@ class ReleaseGuard:
     delta: float = 1e-5
     max_epsilon: float = 0.0
     parties: int = 0
-    last_event: PbmEvent | None = None
-    _budgets: dict[PbmEvent, tuple[EpochBudget, int]] = field(default_factory=dict, repr=False)
+    events: set[PbmEvent] = field(default_factory=set)
+    row_map: Rows | None = None
+    _budgets: dict[frozenset[PbmEvent], tuple[EpochBudget, int]] = field(
+        default_factory=dict, repr=False
+    )
 
     def __post_init__(self) -> None:
         if not 0.0 < self.delta < 1.0:
@@ -76,55 +84,55 @@ class ReleaseGuard:
 
     @property
     def most_uses(self) -> int:
-        """The most often any training row was released."""
+        """The most often any row was released."""
         return int(self.uses.max()) if len(self.uses) else 0
 
     def event(self, *, trials: int, beta: float, parties: int, dimension: int) -> PbmEvent:
-        """One release of one row through PBM as this party accounts for it."""
-        counted = self.parties or parties
+        """One release of one row through PBM with ``parties`` in the sum, as counted here."""
+        counted = min(self.parties, parties) if self.parties else parties
         return PbmEvent(trials=trials, beta=beta, parties=counted, dimension=dimension)
 
-    def epsilon(self, event: PbmEvent | None = None) -> float:
-        """The party's epsilon at ``delta`` so far, for releases described by ``event``.
+    def epsilon(self) -> float:
+        """The party's epsilon at ``delta`` so far (0 before any release)."""
+        if not self.events:
+            return 0.0
+        return self._budget(frozenset(self.events))[0].epsilon(self.most_uses)
 
-        Without ``event``, the last admitted release's (0 before any).
-        """
-        event = event or self.last_event
-        return 0.0 if event is None else self._budget(event)[0].epsilon(self.most_uses)
-
-    def admit(self, rows: Rows, event: PbmEvent) -> None:
-        """Count one release of ``rows`` (journal first), or refuse it beyond the budget.
+    def admit(self, positions: Rows, event: PbmEvent) -> None:
+        """Count one release of the training block's ``positions`` (journal first), or refuse it.
 
         Raises:
-            ConfigError: if a row lies outside the party's training rows.
+            ConfigError: if a position lies outside the party's training block.
             PrivacyBudgetExhausted: if a row would be released more often than ``max_epsilon``
                 allows; nothing is counted or written then.
         """
-        if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= len(self.uses)):
+        size = len(self.uses) if self.row_map is None else len(self.row_map)
+        if len(positions) and (int(positions.min()) < 0 or int(positions.max()) >= size):
             raise ConfigError(
-                f"released rows must lie in [0, {len(self.uses) - 1}], got"
-                f" [{int(rows.min())}, {int(rows.max())}]"
+                f"released rows must lie in this party's training rows [0, {size - 1}], got"
+                f" [{int(positions.min())}, {int(positions.max())}]"
             )
-        positions, repeats = np.unique(rows, return_counts=True)
-        after = int((self.uses[positions] + repeats).max()) if len(rows) else 0
-        budget, allowed = self._budget(event)
+        rows = positions if self.row_map is None else self.row_map[positions]
+        unique, repeats = np.unique(rows, return_counts=True)
+        after = int((self.uses[unique] + repeats).max()) if len(rows) else 0
+        budget, allowed = self._budget(frozenset(self.events | {event}))
         if self.max_epsilon and after > allowed:
             raise PrivacyBudgetExhausted(
                 f"this release would take a row to {after} releases, epsilon"
                 f" {budget.epsilon(after):.4g} at delta {self.delta:g}, beyond this party's"
                 f" max_epsilon = {self.max_epsilon:g}, which allows {allowed} release(s) of a row"
             )
-        self.journal.append(rows)
-        self.uses[positions] += repeats
-        self.last_event = event
+        self.journal.append(rows, event)
+        self.uses[unique] += repeats
+        self.events.add(event)
 
-    def _budget(self, event: PbmEvent) -> tuple[EpochBudget, int]:
-        if event not in self._budgets:
-            budget = EpochBudget(event, self.delta)
+    def _budget(self, events: frozenset[PbmEvent]) -> tuple[EpochBudget, int]:
+        if events not in self._budgets:
+            budget = EpochBudget.worst_of(events, self.delta)
             allowed = (
                 budget.max_epochs(self.max_epsilon, limit=_MOST_USES)
                 if self.max_epsilon
                 else _MOST_USES
             )
-            self._budgets[event] = budget, allowed
-        return self._budgets[event]
+            self._budgets[events] = budget, allowed
+        return self._budgets[events]

@@ -39,7 +39,6 @@ from vfl.secagg import (
     unmask,
 )
 from vfl.wire import (
-    SPLIT_TEST,
     SPLIT_TRAIN,
     Ack,
     EmbedReply,
@@ -123,17 +122,21 @@ class PartySecureSum:
             PrivacyBudgetExhausted: if the guard refuses the release.
             ProtocolError: if the party has a guard and ``rows`` is not given.
         """
-        if self.guard is not None:
-            if rows is None:
-                raise ProtocolError(f"party {self.party_id}: a counted release needs its rows")
-            self.guard.admit(rows.numpy(), self.release_event(width=embedding.shape[1]))
+        if self.guard is not None and rows is None:
+            raise ProtocolError(f"party {self.party_id}: a counted release needs its rows")
         counts = self.mechanism.privatize(embedding, sampler=self.sampler).numpy()
+        reply: Message
         if not self.secure:
             packed = pack_bits(counts, bits=self.mechanism.count_bits)
-            return PackedCounts(round=round_, payload=packed)
-        state = self._require(self._train)
-        self._train, masked = mask(state, counts, round=round_, channel=TRAIN_CHANNEL)
-        return MaskedCounts(round=round_, payload=encode_masked(masked, bits=state.params.bits))
+            reply = PackedCounts(round=round_, payload=packed)
+        else:
+            state = self._require(self._train)
+            self._train, masked = mask(state, counts, round=round_, channel=TRAIN_CHANNEL)
+            payload = encode_masked(masked, bits=state.params.bits)
+            reply = MaskedCounts(round=round_, payload=payload)
+        if self.guard is not None and rows is not None:  # counted (and written) as it leaves
+            self.guard.admit(rows.numpy(), self.release_event(width=embedding.shape[1]))
+        return reply
 
     def release_event(self, *, width: int) -> PbmEvent:
         """One release of one row's ``width``-wide embedding, as this party accounts for it.
@@ -148,9 +151,7 @@ class PartySecureSum:
             trials=mechanism.trials, beta=mechanism.beta, parties=contributors, dimension=width
         )
 
-    def eval_reply(
-        self, embedding: torch.Tensor, round_: int, *, split: int = SPLIT_TEST
-    ) -> Message:
+    def eval_reply(self, embedding: torch.Tensor, round_: int, *, split: int) -> Message:
         """An evaluation embedding: in fixed point and masked, or plain without secure sums.
 
         Raises:

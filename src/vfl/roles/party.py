@@ -192,6 +192,11 @@ class Party:
 
     @torch.no_grad()
     def _refresh(self, request: RefreshRequest) -> EmbedReply | CompressedEmbedReply:
+        if self.options.privacy is not None:
+            raise ProtocolError(
+                f"party {self.party_id} refuses a refresh: it would send its training rows'"
+                " exact embeddings, without PBM noise"
+            )
         if self._batch is None or self._batch[0] != request.round or self._pending is not None:
             raise WireError(
                 f"party {self.party_id}: refresh for round {request.round} before that round's"

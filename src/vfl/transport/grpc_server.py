@@ -397,7 +397,8 @@ class PartyStreams:
     def transmit(self, pendings: Sequence[Pending]) -> None:
         """Write requests to their parties' streams, those that are open (the others wait).
 
-        All of them reach the event loop in one hand-off. Call with ``pending.condition`` held.
+        All of them reach the event loop in one hand-off. Call with the pending table's
+        ``condition`` held.
         """
         writes: list[tuple[_Stream, Sequence[bytes]]] = []
         for pending in pendings:

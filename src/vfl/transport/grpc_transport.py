@@ -201,11 +201,11 @@ class GrpcTransport(Transport):
         # Every request is encoded before any is counted or sent: one that cannot be encoded
         # stops the exchange before a party hears of it.
         frames = {party: encode(message, sender=SERVER_ID) for party, message in messages.items()}
-        pendings = [
-            self._pending_for(party, messages[party], frame, phase)
-            for party, frame in frames.items()
-        ]
-        with self._pending.condition:
+        with self._pending.condition:  # pins change only under it
+            pendings = [
+                self._pending_for(party, messages[party], frame, phase)
+                for party, frame in frames.items()
+            ]
             for pending in pendings:
                 self._pending.add(pending)
             self.streams.transmit(pendings)
