@@ -1,4 +1,4 @@
-"""A deployed party's release count: its own table's rows, across setups, alignments and runs."""
+"""A deployed party's release count: by sample ID, across setups, alignments, runs and tables."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from vfl.deploy.config import PartyPrivacyConfig, load_run_config, party_view
 from vfl.deploy.messages import SetupRequest
 from vfl.deploy.party import PartyRuntime
 from vfl.deploy.state import PartyState
-from vfl.errors import ProtocolError
+from vfl.errors import PrivacyBudgetExhausted, ProtocolError
 from vfl.privacy.events import PbmEvent
 from vfl.privacy.releases import ReleaseGuard
 from vfl.privacy.secure_sum import PartySecureSum
@@ -28,8 +28,10 @@ TRAIN_IDS = [f"r{i}" for i in range(6)]
 EVENT = PbmEvent(trials=16, beta=0.05, parties=2, dimension=4)
 
 
-def runtime(root: Path, privacy: PartyPrivacyConfig) -> PartyRuntime:
-    tables = party_tables({"train": TRAIN_IDS, "test": ["t0", "t1"]}, seed=0)
+def runtime(
+    root: Path, privacy: PartyPrivacyConfig, train_ids: list[str] = TRAIN_IDS
+) -> PartyRuntime:
+    tables = party_tables({"train": train_ids, "test": ["t0", "t1"]}, seed=0)
     return PartyRuntime(1, tables, PartyState(root / "state", resume=True), privacy=privacy)
 
 
@@ -86,7 +88,48 @@ def test_a_new_alignment_of_the_same_table_continues_the_count_of_its_rows(
     second.admit(np.array([0, 1], dtype=np.int64), EVENT)  # table rows 3 and 4
     assert second.uses.tolist() == [2, 0, 0, 3, 1, 2]
     assert second.parties == 1  # PARTY.toml's privacy settings reach the guard
-    assert len(list((tmp_path / "state").glob("releases-*.bin"))) == 1
+    assert [p.name for p in (tmp_path / "state").glob("releases*")] == ["releases.bin"]
+
+
+def test_a_new_state_dir_and_an_edited_table_keep_the_count_in_the_journal_dir(
+    tmp_path: Path,
+) -> None:
+    # Prepare: a first run releases samples r5, r0, r3 once
+    settings = PartyPrivacyConfig(journal_dir=str(tmp_path / "journal"))
+    party = runtime(tmp_path / "first", settings)
+    set_up(party, tmp_path, alignment("aaaa", [5, 0, 3]), "pbm")
+    guard_of(party).admit(np.array([0, 1, 2], dtype=np.int64), EVENT)
+
+    # Execute: a later run in a new state directory, over a table that lost r0 and gained r9
+    edited = ["r9", "r5", "r3", "r1"]
+    later = runtime(tmp_path / "second", settings, train_ids=edited)
+    set_up(later, tmp_path, alignment("bbbb", [0, 1, 2, 3]), "pbm")
+
+    # Assert: counted by sample ID
+    assert guard_of(later).uses.tolist() == [0, 1, 1, 0]
+    assert not list((tmp_path / "second" / "state").glob("releases*"))
+
+
+def test_a_run_without_pbm_is_journaled_and_makes_the_partys_epsilon_infinite(
+    tmp_path: Path,
+) -> None:
+    # Prepare: a run without PBM over rows 0 and 1, no budget
+    party = runtime(tmp_path, PartyPrivacyConfig())
+    set_up(party, tmp_path, alignment("aaaa", [0, 1]), "none")
+
+    # Execute: a later PBM run over the same table
+    later = runtime(tmp_path, PartyPrivacyConfig())
+    set_up(later, tmp_path, alignment("bbbb", [2, 3]), "pbm")
+    guard = guard_of(later)
+
+    # Assert
+    assert guard.exposed and guard.epsilon() == float("inf")
+    assert guard.exact is not None and guard.exact.tolist() == [1, 1, 0, 0, 0, 0]
+    # Assert: with a budget, nothing more leaves
+    strict = runtime(tmp_path, PartyPrivacyConfig(max_epsilon=100.0))
+    set_up(strict, tmp_path, alignment("cccc", [2, 3]), "pbm")
+    with pytest.raises(PrivacyBudgetExhausted, match="trained on in a run without PBM"):
+        guard_of(strict).admit(np.array([0], dtype=np.int64), EVENT)
 
 
 def test_a_party_with_a_budget_refuses_a_run_without_pbm(tmp_path: Path) -> None:

@@ -8,12 +8,12 @@ stops the run at its own budget.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -23,9 +23,10 @@ from tests.deploy.test_psi import party_tables
 from vfl.cli import main
 from vfl.config.io import to_toml
 from vfl.deploy.config import load_run_config, party_view
+from vfl.deploy.data import id_bytes
 from vfl.deploy.messages import SetupRequest
 from vfl.deploy.party import PartyRuntime
-from vfl.deploy.releases import MAGIC, open_journal
+from vfl.deploy.releases import FILE_NAME, id_keys, open_journal
 from vfl.deploy.state import PartyState
 from vfl.errors import ConfigError, ProtocolError
 from vfl.privacy.budget import EpochBudget
@@ -165,12 +166,12 @@ def test_two_deployments_with_the_same_seed_draw_fresh_pbm_noise(
 
 def journal_uses(scenario: Scenario, party: int) -> tuple[list[int], list[int]]:
     """How often each training row of ``party``'s table left it: the aligned rows, the others."""
-    (path,) = scenario.state_dir(party).glob("releases-*.bin")
-    rows, digest = struct.unpack_from("<Q32s", path.read_bytes(), len(MAGIC))
-    journal, uses, _ = open_journal(path, rows, digest)
+    ids = pd.read_csv(scenario.root / f"holder{party}-train.csv", dtype=str)["id"].to_numpy()
+    path = scenario.state_dir(party) / FILE_NAME
+    journal, uses, _, _ = open_journal(path, id_keys(id_bytes(ids)))
     journal.close()
     aligned = party_alignment(scenario, party).rows[0]
-    others = np.setdiff1d(np.arange(rows), aligned)
+    others = np.setdiff1d(np.arange(len(ids)), aligned)
     return uses[aligned].tolist(), uses[others].tolist()
 
 
@@ -187,7 +188,7 @@ def test_deployed_parties_journal_one_release_of_each_training_row_per_epoch(
         assert aligned and set(aligned) == {2}  # two shuffled epochs
         assert others and set(others) == {0}  # rows outside the intersection never leave
         log = (scenario.run_dir / "logs" / f"party-{party}.log").read_text()
-        assert "privacy (own count): rows released at most 2 times, epsilon" in log
+        assert "privacy (own count): samples released at most 2 times, epsilon" in log
 
 
 @pytest.mark.slow

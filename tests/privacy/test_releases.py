@@ -214,3 +214,20 @@ def test_invalid_guard_settings_are_refused(options: dict[str, float], message: 
 def test_the_worst_of_no_events_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one event"):
         EpochBudget.worst_of([], DELTA)
+
+
+def test_rows_trained_on_without_pbm_make_epsilon_infinite_and_spend_any_budget() -> None:
+    # Prepare
+    exact = np.array([0, 1, 0], dtype=np.int64)
+    counting = ReleaseGuard(np.zeros(3, dtype=np.int64), exact=exact)
+    limited = ReleaseGuard(np.zeros(3, dtype=np.int64), max_epsilon=100.0, exact=exact)
+
+    # Execute
+    counting.admit(np.array([0], dtype=np.int64), EVENT)
+
+    # Assert
+    assert counting.exposed and counting.epsilon() == float("inf")
+    with pytest.raises(PrivacyBudgetExhausted, match="trained on in a run without PBM"):
+        limited.admit(np.array([0], dtype=np.int64), EVENT)
+    unexposed = ReleaseGuard(np.zeros(3, dtype=np.int64), exact=np.zeros(3, dtype=np.int64))
+    assert not unexposed.exposed  # the control

@@ -207,9 +207,10 @@ def _certificate_has_its_key(tls: PartyTlsConfig) -> None:
 class PartyPrivacyConfig(Section):
     """A party's own privacy budget, whatever the server's config says.
 
-    In VFL-PBM runs the party counts every release of each row of its training table itself,
-    across restarts, alignments and runs over that table (``STATE_DIR/releases-<digest>.bin``),
-    and logs its epsilon after every epoch.
+    In VFL-PBM runs the party counts every release of each sample of its training table itself,
+    by sample ID, across restarts, alignments, runs and edits of the table
+    (``journal_dir/releases.bin``), and logs its epsilon after every epoch; a run without PBM is
+    recorded too (its rows' epsilon is infinite).
 
     Attributes:
         max_epsilon: Refuse a release that would take a row past this epsilon, and any run
@@ -218,11 +219,14 @@ class PartyPrivacyConfig(Section):
         parties: Count on at most this many parties' noise: 0 on every party of the secure sum
             as the server announces it (as the server's accountant does), 1 on the party's own
             noise alone (should the server add parties of its own, or the others collude).
+        journal_dir: Where the release journal lives (empty: ``state_dir``); point every run
+            over the same people at one folder, so that their counts add up.
     """
 
     max_epsilon: Annotated[float, Range(ge=0, note="0 = no limit")] = 0.0
     delta: Annotated[float, Range(gt=0, lt=1)] = 1e-5
     parties: Annotated[int, Range(ge=0, note="0 = every party of the secure sum")] = 0
+    journal_dir: str = ""
 
 
 @dataclass(frozen=True)
@@ -285,6 +289,7 @@ _PARTY_PATHS = {
     "": ("state_dir", "token_file", "audit_log", "model"),
     "data": ("train", "test", "predict", "serve"),
     "tls": ("ca", "cert", "key"),
+    "privacy": ("journal_dir",),
 }
 _RUN_PATHS = {"data": ("path", "test_path"), "deployment.tls": ("cert", "key", "ca")}
 

@@ -22,7 +22,6 @@ import torch
 from vfl.config import RunConfig
 from vfl.config.io import from_mapping
 from vfl.data.encoding import TableEncoder
-from vfl.deploy.alignment import Alignment
 from vfl.deploy.audit import audited
 from vfl.deploy.config import PartyConfig, PartyPrivacyConfig, check_address
 from vfl.deploy.data import HolderSplit, fit_features, id_bytes, load_party_tables
@@ -34,14 +33,12 @@ from vfl.deploy.messages import (
     SetupReply,
     SetupRequest,
 )
+from vfl.deploy.party_privacy import PartyReleases, log_spent
 from vfl.deploy.psi_party import PsiResponder
-from vfl.deploy.releases import ReleaseFile, open_journal, table_digest
 from vfl.deploy.state import PartyState
 from vfl.deploy.tls import party_tls, read_token
 from vfl.errors import ProtocolError
 from vfl.models.device import resolve_device
-from vfl.privacy.releases import ReleaseGuard
-from vfl.privacy.secure_sum import PartySecureSum
 from vfl.results.metrics import Task
 from vfl.roles.party import Party
 from vfl.run.bundles import BUNDLE, export_party
@@ -83,9 +80,12 @@ class PartyRuntime:
     ) -> None:
         self.party_id = party_id
         self.device = device
-        self.privacy = privacy or PartyPrivacyConfig()
-        self._journal: ReleaseFile | None = None
-        self._table_digest: bytes | None = None
+        self.releases = PartyReleases(
+            party_id,
+            privacy or PartyPrivacyConfig(),
+            state.directory,
+            id_bytes(tables[SPLIT_TRAIN].ids),
+        )
         self.tables = dict(tables)
         self.state = state
         self.categorical = tuple(categorical)
@@ -120,12 +120,7 @@ class PartyRuntime:
                 f"party {self.party_id} refuses the run: privacy.randomness = 'seeded' would derive"
                 " its noise from train.seed, a value the server chose"
             )
-        if config.privacy.mechanism != "pbm" and self.privacy.max_epsilon:
-            raise ProtocolError(
-                f"party {self.party_id} refuses the run: its privacy.max_epsilon ="
-                f" {self.privacy.max_epsilon:g} needs privacy.mechanism = 'pbm', and this run"
-                f" has {config.privacy.mechanism!r} (its embeddings would leave without noise)"
-            )
+        self.releases.check_run(config)
         if config.privacy.mechanism == "pbm" and config.privacy.sampler != "chacha":
             raise ProtocolError(
                 f"party {self.party_id} refuses the run: privacy.sampler ="
@@ -153,8 +148,7 @@ class PartyRuntime:
             saved = self.state.load_checkpoint(request.restore_round)
             party.load_state_dict(saved["role"])
             torch.set_rng_state(saved["torch_rng"])
-        if isinstance(party.options.privacy, PartySecureSum):
-            party.options.privacy.guard = self._release_guard(alignment)
+        self.releases.attach(party, alignment)
         self.party, self.config, self.encoder = party, config, encoder
         how = "fresh" if request.restore_round < 0 else f"restored at round {request.restore_round}"
         log.info("set up (%s): %d train and %d test rows", how, len(train_block), len(test_block))
@@ -165,46 +159,13 @@ class PartyRuntime:
             num_test=len(test_block),
         )
 
-    def _release_guard(self, alignment: Alignment) -> ReleaseGuard:
-        """The guard of the training table's rows, with the counts of every earlier release."""
-        if self._table_digest is None:
-            self._table_digest = table_digest(id_bytes(self.tables[SPLIT_TRAIN].ids))
-        rows = len(self.tables[SPLIT_TRAIN].ids)
-        path = self.state.releases_path(self._table_digest.hex()[:16])
-        journal, uses, events = open_journal(path, rows, self._table_digest)
-        if self._journal is not None:  # a setup again (a restore, a new run)
-            self._journal.close()
-        self._journal = journal
-        guard = ReleaseGuard(
-            uses,
-            journal,
-            delta=self.privacy.delta,
-            max_epsilon=self.privacy.max_epsilon,
-            parties=self.privacy.parties,
-            events=events,
-            row_map=alignment.rows[SPLIT_TRAIN],
-        )
-        log.info("privacy: this table's rows were released at most %d times", guard.most_uses)
-        return guard
-
     def _checkpoint(self, request: CheckpointRequest) -> ControlAck:
         if self.party is None:
             raise ProtocolError(f"party {self.party_id}: checkpoint requested before setup")
         state = {"role": self.party.state_dict(), "torch_rng": torch.get_rng_state()}
         self.state.save_checkpoint(request.round, state)
-        self._log_privacy_spent()
+        log_spent(self.party)
         return ControlAck(round=request.round)
-
-    def _log_privacy_spent(self) -> None:
-        privacy = self.party.options.privacy if self.party is not None else None
-        if isinstance(privacy, PartySecureSum) and privacy.guard and privacy.guard.events:
-            guard = privacy.guard
-            log.info(
-                "privacy (own count): rows released at most %d times, epsilon %.4g at delta %g",
-                guard.most_uses,
-                guard.epsilon(),
-                guard.delta,
-            )
 
     def _export(self, request: ExportRequest) -> ControlAck:
         if self.party is None or self.config is None or self.encoder is None:

@@ -1,21 +1,22 @@
-"""A party's release journal on disk: each PBM release of training rows, written before it leaves.
+"""A party's release journal on disk: each release of training rows, written before it leaves.
 
 ``vfl.privacy.releases.ReleaseGuard`` counts and limits a party's releases; this file keeps the
-counts across restarts of the party, new alignments and later runs: it counts rows of the
-party's own training table and is named after a digest of that table's IDs
-(``releases-<digest>.bin`` in the state directory), so every run over the same table adds to
-one count, and a changed table starts another. Layout (little-endian)::
+counts across restarts, alignments, runs and edits of the party's table. It records each
+released row by a key of its sample ID (the first 8 bytes of SHA-256 of the ID), so a row
+added, dropped or moved in the table keeps its count. One file, ``releases.bin``, in the
+party's ``privacy.journal_dir`` (default: its state directory). Layout (little-endian)::
 
-    "vfl-releases/v2" LF   16 bytes
-    u64 rows               rows of the training table
-    32 bytes               SHA-256 of its IDs (``table_digest``)
+    "vfl-releases/v3" LF   16 bytes
     records, each a tag byte:
       "E"  u32 trials, f64 beta, u32 parties, u32 dimension: the PBM setting of what follows
-      "R"  u32 n, n u32 table rows: one release
+      "R"  u32 n, n u64 ID keys: one release through PBM
+      "X"  u32 n, n u64 ID keys: rows a run without PBM trained on (their embeddings left
+           exact, so their epsilon is infinite)
 
-Each record is written, flushed and synced before the release's counts are sent, so a process
-killed mid-write leaves a torn last record of a release that never left: it is dropped (with a
-warning) when the file is opened again; a write that fails in a running process is undone.
+Each record is written and synced before what it records leaves the party, so a process killed
+mid-write leaves a torn last record of something that never left: it is dropped (with a
+warning) when the file is opened again. A write that fails in a running process is undone, or
+the journal refuses every later write.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import os
 import struct
 from collections.abc import Iterable
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
+import numpy.typing as npt
 
 from vfl.errors import ConfigError
 from vfl.privacy.events import PbmEvent
@@ -36,105 +37,181 @@ from vfl.privacy.releases import Rows
 
 log = logging.getLogger(__name__)
 
-MAGIC = b"vfl-releases/v2\n"
-_HEADER = struct.Struct("<Q32s")
+MAGIC = b"vfl-releases/v3\n"
+FILE_NAME = "releases.bin"
 _EVENT = struct.Struct("<IdII")
 _COUNT = struct.Struct("<I")
-_MOST_ROWS = 1 << 32
-_EVENT_TAG, _RELEASE_TAG = b"E", b"R"
+_EVENT_TAG, _RELEASE_TAG, _EXACT_TAG = b"E", b"R", b"X"
+
+Keys = npt.NDArray[np.uint64]
 
 
-def table_digest(ids: Iterable[bytes]) -> bytes:
-    """SHA-256 of a table's IDs in row order, each preceded by its length (u32)."""
-    digest = hashlib.sha256()
-    for value in ids:
-        digest.update(_COUNT.pack(len(value)) + value)
-    return digest.digest()
+def id_keys(ids: Iterable[bytes]) -> Keys:
+    """The journal's key of each sample ID: the first 8 bytes of its SHA-256, little-endian."""
+    return np.array(
+        [int.from_bytes(hashlib.sha256(value).digest()[:8], "little") for value in ids],
+        dtype=np.uint64,
+    )
 
 
 class ReleaseFile:
-    """Appends releases to a journal file (``open_journal`` reads it back first)."""
+    """Appends records to a journal file (``open_journal`` reads it back first).
 
-    def __init__(self, path: Path, handle: BinaryIO, event: PbmEvent | None) -> None:
+    Args:
+        path: The file.
+        keys: The key of each row of the party's training table.
+        event: The setting the file's last release was written under.
+    """
+
+    def __init__(self, path: Path, keys: Keys, event: PbmEvent | None) -> None:
         self.path = path
-        self._handle = handle
-        self._event = event  # the setting of the last release written
+        self._keys = keys
+        self._event = event
+        self._fd: int | None = os.open(path, os.O_WRONLY)
+        self._end = os.lseek(self._fd, 0, os.SEEK_END)
+        self._broken = False
 
     def append(self, rows: Rows, event: PbmEvent) -> None:
         """Write one release of table ``rows`` under ``event`` and sync it to disk.
 
         Raises:
-            OSError: if it cannot be written; the file is then as it was before the call.
+            OSError: if it cannot be written (the file is then as before the call).
         """
         record = b""
         if event != self._event:
             record = _EVENT_TAG + _EVENT.pack(
                 event.trials, event.beta, event.parties, event.dimension
             )
-        record += _RELEASE_TAG + _COUNT.pack(len(rows)) + rows.astype("<u4").tobytes()
-        start = self._handle.tell()
-        try:
-            self._handle.write(record)
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
-        except OSError:
-            self._handle.seek(start)
-            self._handle.truncate()
-            raise
+        self._write(record + self._rows_record(_RELEASE_TAG, rows))
         self._event = event
+
+    def append_exact(self, rows: Rows) -> None:
+        """Record that table ``rows`` are trained on without PBM (before the run starts)."""
+        self._write(self._rows_record(_EXACT_TAG, rows))
 
     def close(self) -> None:
         """Close the file."""
-        self._handle.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _rows_record(self, tag: bytes, rows: Rows) -> bytes:
+        return tag + _COUNT.pack(len(rows)) + self._keys[rows].astype("<u8").tobytes()
+
+    def _write(self, record: bytes) -> None:
+        if self._fd is None or self._broken:
+            raise OSError(f"release journal {str(self.path)!r} cannot be written any more")
+        try:
+            os.lseek(self._fd, self._end, os.SEEK_SET)
+            view = memoryview(record)
+            while view:
+                view = view[os.write(self._fd, view) :]
+            os.fsync(self._fd)
+        except OSError:
+            try:  # a record that may be partly on disk is taken back
+                os.ftruncate(self._fd, self._end)
+                os.fsync(self._fd)
+            except OSError:
+                self._broken = True  # nothing more is written after an unknown tail
+            raise
+        self._end += len(record)
 
 
-def open_journal(path: Path, rows: int, digest: bytes) -> tuple[ReleaseFile, Rows, set[PbmEvent]]:
-    """The journal at ``path`` for a table of ``rows`` rows whose IDs hash to ``digest``.
+def open_journal(path: Path, keys: Keys) -> tuple[ReleaseFile, Rows, Rows, set[PbmEvent]]:
+    """The journal at ``path`` and, for the table rows with these ID ``keys``, what it holds.
 
-    Returns the journal, the use count of each table row so far, and every PBM setting a
-    release was made under. Creates the file if it is missing.
+    Returns the journal, each row's number of releases through PBM, each row's number of runs
+    without PBM, and every PBM setting a release was made under. Keys of IDs no longer in the
+    table stay in the file (they count again if the ID comes back). Creates the file if it is
+    missing.
 
     Raises:
-        ConfigError: naming the file, if it is not a release journal, was written for another
-            table, or names a row outside it.
+        ConfigError: naming the file, if it is not a release journal or is corrupt.
     """
-    if not 0 < rows < _MOST_ROWS:
-        raise ConfigError(f"a release journal holds 1..{_MOST_ROWS - 1} rows, got {rows}")
-    uses = np.zeros(rows, dtype=np.int64)
+    uses = np.zeros(len(keys), dtype=np.int64)
+    exact = np.zeros(len(keys), dtype=np.int64)
+    events: set[PbmEvent] = set()
+    last: PbmEvent | None = None
     if not path.exists():
-        _create(path, MAGIC + _HEADER.pack(rows, digest))
-        handle = path.open("r+b")
-        handle.seek(0, os.SEEK_END)
-        return ReleaseFile(path, handle, None), uses, set()
+        _create(path)
+        return ReleaseFile(path, keys, None), uses, exact, events
     data = path.read_bytes()
-    start = len(MAGIC) + _HEADER.size
-    if data[: len(MAGIC)] != MAGIC or len(data) < start:
+    if data[: len(MAGIC)] != MAGIC:
         raise ConfigError(f"{str(path)!r} is not a vfl release journal (its header is wrong)")
-    held, held_digest = _HEADER.unpack_from(data, len(MAGIC))
-    if (held, held_digest) != (rows, digest):
-        raise ConfigError(
-            f"release journal {str(path)!r} counts another training table ({held} rows, IDs"
-            f" {held_digest.hex()[:16]}) than this one ({rows} rows, IDs {digest.hex()[:16]})"
-        )
-    end, events, last = _read_records(data, start, uses, path)
-    if end < len(data):
+    rows_of = _RowsOf(keys)
+    offset = len(MAGIC)
+    while offset < len(data):
+        tag = data[offset : offset + 1]
+        if tag == _EVENT_TAG:
+            end = offset + 1 + _EVENT.size
+            if end > len(data):
+                break
+            last = _event(path, offset, *_EVENT.unpack_from(data, offset + 1))
+        elif tag in (_RELEASE_TAG, _EXACT_TAG):
+            if offset + 1 + _COUNT.size > len(data):
+                break
+            (count,) = _COUNT.unpack_from(data, offset + 1)
+            end = offset + 1 + _COUNT.size + 8 * count
+            if end > len(data):
+                break
+            found = rows_of(np.frombuffer(data, "<u8", count, offset + 1 + _COUNT.size))
+            if tag == _EXACT_TAG:
+                np.add.at(exact, found, 1)
+            elif last is None:
+                raise ConfigError(f"release journal {str(path)!r}: a release before any setting")
+            else:
+                np.add.at(uses, found, 1)
+                events.add(last)
+        else:
+            raise ConfigError(
+                f"release journal {str(path)!r} holds an unknown record {tag!r} at byte"
+                f" {offset}: the file is corrupt"
+            )
+        offset = end
+    if offset < len(data):
         log.warning(
-            "release journal %s ends in a torn record (%d bytes) of a release that was never"
-            " sent; dropping it",
+            "release journal %s ends in a torn record (%d bytes) of something that never left;"
+            " dropping it",
             path,
-            len(data) - end,
+            len(data) - offset,
         )
-        os.truncate(path, end)
-    handle = path.open("r+b")
-    handle.seek(end)
-    return ReleaseFile(path, handle, last), uses, events
+        os.truncate(path, offset)
+    return ReleaseFile(path, keys, last), uses, exact, events
 
 
-def _create(path: Path, header: bytes) -> None:
+class _RowsOf:
+    """Maps ID keys to the rows of the current table that hold them (others are dropped)."""
+
+    def __init__(self, keys: Keys) -> None:
+        self._order = np.argsort(keys, kind="stable")
+        self._sorted = keys[self._order]
+
+    def __call__(self, wanted: npt.NDArray[np.generic]) -> Rows:
+        keys = wanted.astype(np.uint64)
+        at = np.searchsorted(self._sorted, keys)
+        inside = at < len(self._sorted)
+        hit = inside.copy()
+        hit[inside] = self._sorted[at[inside]] == keys[inside]
+        rows: Rows = self._order[at[hit]].astype(np.int64)
+        return rows
+
+
+def _event(path: Path, offset: int, trials: int, beta: float, parties: int, width: int) -> PbmEvent:
+    try:
+        return PbmEvent(trials=trials, beta=beta, parties=parties, dimension=width)
+    except ConfigError as error:
+        raise ConfigError(
+            f"release journal {str(path)!r} holds an invalid setting at byte {offset} ({error}):"
+            " the file is corrupt"
+        ) from None
+
+
+def _create(path: Path) -> None:
     """Write a new journal whole or not at all, and make its name durable."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
     with temporary.open("wb") as handle:
-        handle.write(header)
+        handle.write(MAGIC)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)
@@ -143,49 +220,3 @@ def _create(path: Path, header: bytes) -> None:
         os.fsync(directory)
     finally:
         os.close(directory)
-
-
-def _read_records(
-    data: bytes, offset: int, uses: Rows, path: Path
-) -> tuple[int, set[PbmEvent], PbmEvent | None]:
-    """Count every whole release; the offset after the last whole record, the events, the last."""
-    events: set[PbmEvent] = set()
-    event: PbmEvent | None = None
-    while offset < len(data):
-        tag = data[offset : offset + 1]
-        if tag == _EVENT_TAG:
-            end = offset + 1 + _EVENT.size
-            if end > len(data):
-                break
-            trials, beta, parties, dimension = _EVENT.unpack_from(data, offset + 1)
-            try:
-                event = PbmEvent(trials=trials, beta=beta, parties=parties, dimension=dimension)
-            except ConfigError as error:
-                raise ConfigError(
-                    f"release journal {str(path)!r} holds an invalid setting at byte {offset}"
-                    f" ({error}): the file is corrupt"
-                ) from None
-        elif tag == _RELEASE_TAG:
-            if offset + 1 + _COUNT.size > len(data):
-                break
-            (count,) = _COUNT.unpack_from(data, offset + 1)
-            end = offset + 1 + _COUNT.size + 4 * count
-            if end > len(data):
-                break
-            if event is None:
-                raise ConfigError(f"release journal {str(path)!r}: a release before any setting")
-            rows = np.frombuffer(data, dtype="<u4", count=count, offset=offset + 1 + _COUNT.size)
-            if count and int(rows.max()) >= len(uses):
-                raise ConfigError(
-                    f"release journal {str(path)!r} names row {int(rows.max())} at byte"
-                    f" {offset}, outside its {len(uses)} rows: the file is corrupt"
-                )
-            np.add.at(uses, rows.astype(np.int64), 1)
-            events.add(event)
-        else:
-            raise ConfigError(
-                f"release journal {str(path)!r} holds an unknown record {tag!r} at byte"
-                f" {offset}: the file is corrupt"
-            )
-        offset = end
-    return offset, events, event

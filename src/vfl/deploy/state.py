@@ -5,7 +5,8 @@ Layout::
     STATE_DIR/
       alignment-<id>.pt      own row positions per split, in the run's canonical order
       checkpoint-<round>.pt  the role's state (model, optimizer, last round) after an epoch
-      releases-<digest>.bin  every PBM release of the training table's rows (deploy.releases)
+      releases.bin           every release of training rows (deploy.releases; unless
+                             PARTY.toml's privacy.journal_dir puts it elsewhere)
       wire.json              bytes this party really sent and received
 
 Checkpoints are named by the server's round counter at the end of an epoch, so that the server
@@ -98,10 +99,6 @@ class PartyState:
             if match:
                 rounds.append(int(match.group(1)))
         return sorted(rounds)
-
-    def releases_path(self, table: str) -> Path:
-        """The release journal of the training table whose IDs hash to ``table`` (hex)."""
-        return self.directory / f"releases-{table}.bin"
 
     def _alignment_path(self, alignment_id: str) -> Path:
         if not alignment_id.isalnum():

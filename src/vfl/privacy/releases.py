@@ -13,6 +13,7 @@ settings the party ever released under (``docs/privacy.md``, "Re-released rounds
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -61,6 +62,8 @@ class ReleaseGuard:
             journal) included.
         row_map: The row of ``uses`` for each position of the party's training block (its
             alignment's own rows); ``None`` when they are the same.
+        exact: How often each row was trained on without PBM (its embeddings left exact, so
+            its epsilon, and the party's, is infinite); ``None`` for never.
     """
 
     uses: Rows
@@ -70,6 +73,7 @@ class ReleaseGuard:
     parties: int = 0
     events: set[PbmEvent] = field(default_factory=set)
     row_map: Rows | None = None
+    exact: Rows | None = None
     _budgets: dict[frozenset[PbmEvent], tuple[EpochBudget, int]] = field(
         default_factory=dict, repr=False
     )
@@ -92,8 +96,15 @@ class ReleaseGuard:
         counted = min(self.parties, parties) if self.parties else parties
         return PbmEvent(trials=trials, beta=beta, parties=counted, dimension=dimension)
 
+    @property
+    def exposed(self) -> bool:
+        """Whether a row was ever trained on without PBM."""
+        return self.exact is not None and bool(self.exact.any())
+
     def epsilon(self) -> float:
-        """The party's epsilon at ``delta`` so far (0 before any release)."""
+        """The party's epsilon at ``delta`` so far (0 before any release, infinite if exposed)."""
+        if self.exposed:
+            return math.inf
         if not self.events:
             return 0.0
         return self._budget(frozenset(self.events))[0].epsilon(self.most_uses)
@@ -104,7 +115,8 @@ class ReleaseGuard:
         Raises:
             ConfigError: if a position lies outside the party's training block.
             PrivacyBudgetExhausted: if a row would be released more often than ``max_epsilon``
-                allows; nothing is counted or written then.
+                allows, or the table was trained on without PBM; nothing is counted or
+                written then.
         """
         size = len(self.uses) if self.row_map is None else len(self.row_map)
         if len(positions) and (int(positions.min()) < 0 or int(positions.max()) >= size):
@@ -114,8 +126,16 @@ class ReleaseGuard:
             )
         rows = positions if self.row_map is None else self.row_map[positions]
         unique, repeats = np.unique(rows, return_counts=True)
-        after = int((self.uses[unique] + repeats).max()) if len(rows) else 0
+        # The most releases of any row afterwards: the party's epsilon then stays within the
+        # budget even when a new setting raises every earlier release's cost.
+        after = max(int((self.uses[unique] + repeats).max()) if len(rows) else 0, self.most_uses)
         budget, allowed = self._budget(frozenset(self.events | {event}))
+        if self.max_epsilon and self.exposed:
+            raise PrivacyBudgetExhausted(
+                f"this party's max_epsilon = {self.max_epsilon:g} is spent: rows of its table"
+                " were trained on in a run without PBM, which sent their embeddings exact"
+                " (epsilon infinite)"
+            )
         if self.max_epsilon and after > allowed:
             raise PrivacyBudgetExhausted(
                 f"this release would take a row to {after} releases, epsilon"
