@@ -24,7 +24,7 @@ from vfl.config.io import from_mapping
 from vfl.data.encoding import TableEncoder
 from vfl.deploy.audit import audited
 from vfl.deploy.config import PartyConfig, PartyPrivacyConfig, check_address
-from vfl.deploy.data import HolderSplit, fit_features, id_bytes, load_party_tables
+from vfl.deploy.data import HolderSplit, fit_features, load_party_tables
 from vfl.deploy.dispatch import answer
 from vfl.deploy.messages import (
     CheckpointRequest,
@@ -84,7 +84,7 @@ class PartyRuntime:
             party_id,
             privacy or PartyPrivacyConfig(),
             state.directory,
-            id_bytes(tables[SPLIT_TRAIN].ids),
+            tables[SPLIT_TRAIN].ids,
         )
         self.tables = dict(tables)
         self.state = state

@@ -9,13 +9,16 @@ refused when the party has a budget. After every epoch the party logs what it ha
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
 
 from vfl.config import RunConfig
 from vfl.deploy.alignment import Alignment
 from vfl.deploy.config import PartyPrivacyConfig
+from vfl.deploy.data import id_bytes
 from vfl.deploy.releases import FILE_NAME, Keys, ReleaseFile, id_keys, open_journal
 from vfl.errors import ProtocolError
 from vfl.privacy.events import PbmEvent
@@ -34,7 +37,7 @@ class PartyReleases:
         party_id: The party.
         settings: Its ``[privacy]`` settings from PARTY.toml.
         folder: Where the journal lives unless ``settings.journal_dir`` says otherwise.
-        table_ids: The sample IDs of its training table, as PSI hashes them.
+        table_ids: The sample IDs of its training table.
     """
 
     def __init__(
@@ -42,7 +45,7 @@ class PartyReleases:
         party_id: int,
         settings: PartyPrivacyConfig,
         folder: Path,
-        table_ids: Iterable[bytes],
+        table_ids: npt.NDArray[np.generic],
     ) -> None:
         self.party_id = party_id
         self.settings = settings
@@ -92,7 +95,7 @@ class PartyReleases:
     @cached_property
     def keys(self) -> Keys:
         """The journal's key of each training table row (hashed once, at the first setup)."""
-        return id_keys(self._ids)
+        return id_keys(id_bytes(self._ids))
 
     def _open(self) -> tuple[ReleaseFile, Rows, Rows, set[PbmEvent]]:
         opened = open_journal(self.path, self.keys)
