@@ -120,9 +120,9 @@ def test_a_release_beyond_the_budget_is_refused_and_nothing_is_counted_or_writte
     with pytest.raises(PrivacyBudgetExhausted) as caught:
         counter.admit(np.array([3, 0], dtype=np.int64), EVENT)
     assert str(caught.value) == (
-        f"this release would take a row to 3 releases, epsilon {budget.epsilon(3):.4g} at delta"
-        f" 1e-05, beyond this party's max_epsilon = {limit:g}, which allows 2 release(s) of a"
-        " row"
+        f"after this release a row would have left 3 times, epsilon {budget.epsilon(3):.4g} at"
+        f" delta 1e-05, beyond this party's max_epsilon = {limit:g}, which allows 2 release(s)"
+        " of a row"
     )
     assert counter.uses.tolist() == [2, 1, 1, 0]
     assert len(journal.releases) == 2
@@ -150,7 +150,7 @@ def test_a_row_twice_in_one_release_counts_twice_against_the_budget() -> None:
     counter, _ = guard(2, max_epsilon=between(EpochBudget(EVENT, DELTA), 1))
 
     # Execute / Assert
-    with pytest.raises(PrivacyBudgetExhausted, match="take a row to 2 releases"):
+    with pytest.raises(PrivacyBudgetExhausted, match="a row would have left 2 times"):
         counter.admit(np.array([1, 1], dtype=np.int64), EVENT)
     counter.admit(np.array([0, 1], dtype=np.int64), EVENT)  # the control
     assert counter.uses.tolist() == [1, 1]

@@ -138,7 +138,7 @@ class ReleaseGuard:
             )
         if self.max_epsilon and after > allowed:
             raise PrivacyBudgetExhausted(
-                f"this release would take a row to {after} releases, epsilon"
+                f"after this release a row would have left {after} times, epsilon"
                 f" {budget.epsilon(after):.4g} at delta {self.delta:g}, beyond this party's"
                 f" max_epsilon = {self.max_epsilon:g}, which allows {allowed} release(s) of a row"
             )
