@@ -77,6 +77,7 @@ class ReleaseGuard:
     _budgets: dict[frozenset[PbmEvent], tuple[EpochBudget, int]] = field(
         default_factory=dict, repr=False
     )
+    _most: int = field(default=0, repr=False)  # uses only grow: kept, not rescanned per release
 
     def __post_init__(self) -> None:
         if not 0.0 < self.delta < 1.0:
@@ -85,11 +86,12 @@ class ReleaseGuard:
             raise ConfigError(f"max_epsilon must be >= 0 (0: no limit), got {self.max_epsilon}")
         if self.parties < 0:
             raise ConfigError(f"parties must be >= 0 (0: every party), got {self.parties}")
+        self._most = int(self.uses.max()) if len(self.uses) else 0
 
     @property
     def most_uses(self) -> int:
         """The most often any row was released."""
-        return int(self.uses.max()) if len(self.uses) else 0
+        return self._most
 
     def event(self, *, trials: int, beta: float, parties: int, dimension: int) -> PbmEvent:
         """One release of one row through PBM with ``parties`` in the sum, as counted here."""
@@ -144,6 +146,7 @@ class ReleaseGuard:
             )
         self.journal.append(rows, event)
         self.uses[unique] += repeats
+        self._most = max(self._most, int(self.uses[unique].max()) if len(unique) else 0)
         self.events.add(event)
 
     def _budget(self, events: frozenset[PbmEvent]) -> tuple[EpochBudget, int]:

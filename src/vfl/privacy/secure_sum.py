@@ -139,14 +139,17 @@ class PartySecureSum:
         return reply
 
     def release_event(self, *, width: int) -> PbmEvent:
-        """One release of one row's ``width``-wide embedding, as this party accounts for it.
+        """One release of one row's ``width``-wide embedding, as the guard accounts for it.
 
         Every party of the secure sum adds noise to it; counts in the clear only this party's.
+
+        Raises:
+            ProtocolError: if the party has no guard.
         """
+        if self.guard is None:
+            raise ProtocolError(f"party {self.party_id} counts no releases (it has no guard)")
         contributors = len(self._require(self._train).params.party_ids) if self.secure else 1
         mechanism = self.mechanism
-        if self.guard is None:
-            return mechanism.event(parties=contributors, dimension=width)
         return self.guard.event(
             trials=mechanism.trials, beta=mechanism.beta, parties=contributors, dimension=width
         )
