@@ -10,6 +10,7 @@ from tests.device.fake_accelerator import FakeCuda, fake_cuda_device
 
 
 @pytest.fixture
-def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCuda]:
-    with fake_cuda_device(monkeypatch) as fake:
+def fake_cuda() -> Iterator[FakeCuda]:
+    """The whole test runs on a machine with one (pretend) CUDA device."""
+    with fake_cuda_device() as fake:
         yield fake

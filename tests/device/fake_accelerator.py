@@ -27,7 +27,7 @@ per thread); vfl's in-process runs and its backward passes run on that thread.
 
 from __future__ import annotations
 
-import traceback
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -54,6 +54,7 @@ DATA_DEPENDENT = "data-dependent shape"
 DEVICE_QUERY = "device query"
 SYNCHRONIZE = "synchronize"
 
+_VFL = "/src/vfl/"
 aten = torch.ops.aten
 _COPIES = {aten.copy_.default, aten._copy_from.default, aten._copy_from_and_resize.default}
 _INDEXING = {
@@ -108,10 +109,14 @@ class FakeCuda:
         self._on_device.pop(tensor.untyped_storage()._cdata, None)
 
     def count(self, kind: str) -> None:
-        """Record one host wait of ``kind``, with the vfl line that caused it."""
+        """Record one host wait of ``kind``, with the innermost vfl line that caused it."""
         self.syncs[kind] += 1
-        frames = [f for f in traceback.extract_stack()[:-1] if "/vfl/" in f.filename]
-        caller = f"{frames[-1].filename.split('/vfl/')[-1]}:{frames[-1].lineno}" if frames else "?"
+        frame = sys._getframe(1)
+        while frame is not None and _VFL not in frame.f_code.co_filename:
+            frame = frame.f_back
+        caller = "?"
+        if frame is not None:
+            caller = f"{frame.f_code.co_filename.split(_VFL)[-1]}:{frame.f_lineno}"
         self.where.append((kind, caller))
 
     def reset_counts(self) -> None:
@@ -347,9 +352,18 @@ class _Calls(TorchFunctionMode):
 
 
 @contextmanager
-def fake_cuda_device(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCuda]:
+def fake_cuda_device() -> Iterator[FakeCuda]:
     """Pretend, inside the block, that this machine has one CUDA device (see the module)."""
     fake = FakeCuda()
+    with pytest.MonkeyPatch.context() as monkeypatch, ExitStack() as stack:
+        _patch_torch_cuda(fake, monkeypatch)
+        stack.enter_context(_saved_as_cuda(fake))
+        stack.enter_context(_Operations(fake))
+        stack.enter_context(_Calls(fake))
+        yield fake
+
+
+def _patch_torch_cuda(fake: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, answer in (("is_available", True), ("device_count", 1), ("current_device", 0)):
         monkeypatch.setattr(torch.cuda, name, fake.query(answer))
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
@@ -361,11 +375,6 @@ def fake_cuda_device(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCuda]:
     # torch's optimizers ask for the accelerator (and whether it is available) on every step
     monkeypatch.setattr(torch._C, "_accelerator_getAccelerator", lambda: torch.device("cuda"))
     monkeypatch.setattr(torch.accelerator, "current_stream", lambda *a, **k: _FakeStream())
-    with ExitStack() as stack:
-        stack.enter_context(_saved_as_cuda(fake))
-        stack.enter_context(_Operations(fake))
-        stack.enter_context(_Calls(fake))
-        yield fake
 
 
 @contextmanager

@@ -18,6 +18,7 @@ compresses evaluation traffic).
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,8 @@ class ModelRuntime:
         bundle: The party's model bundle.
         rows: Its table of rows to score.
         batch: Predict for the whole table, aligned by PSI (else look rows up per request).
-        device: Where the bottom model embeds (``PartyConfig.device``; empty: the run's).
+        device: Where the bottom model embeds (``PartyConfig.device``; empty: the CPU, where a
+            bundle loads whatever device its run trained on).
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class ModelRuntime:
     ) -> None:
         if device:
             bundle.model.to(resolve_device(device, key="PARTY.toml device"))
+            bundle = replace(bundle, config=bundles.on_device(bundle.config, device))
         self.bundle = bundle
         self.party_id = bundle.party
         self.rows = rows
