@@ -38,7 +38,6 @@ import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
 CUDA = torch.device("cuda", 0)
 MIXED = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
@@ -163,8 +162,20 @@ class _FakeStream:
 
 
 def _tensors(tree: Any) -> list[torch.Tensor]:
-    leaves, _ = tree_flatten(tree)
-    return [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+    """The tensors in ``tree`` (ATen arguments: tensors, or lists and tuples of them)."""
+    if isinstance(tree, torch.Tensor):
+        return [tree]
+    if isinstance(tree, dict):
+        tree = list(tree.values())
+    if not isinstance(tree, list | tuple):
+        return []
+    found = []
+    for item in tree:
+        if isinstance(item, torch.Tensor):
+            found.append(item)
+        elif isinstance(item, list | tuple | dict):
+            found.extend(_tensors(item))
+    return found
 
 
 def _is_cuda(device: Any) -> bool:
