@@ -108,15 +108,16 @@ class FakeCuda:
         self._on_device.pop(tensor.untyped_storage()._cdata, None)
 
     def count(self, kind: str) -> None:
-        """Record one host wait of ``kind``, with the innermost vfl line that caused it."""
+        """Record one host wait of ``kind``, with the two innermost vfl lines that caused it."""
         self.syncs[kind] += 1
+        places: list[str] = []
         frame = sys._getframe(1)
-        while frame is not None and _VFL not in frame.f_code.co_filename:
+        while frame is not None and len(places) < 2:
+            name = frame.f_code.co_filename
+            if _VFL in name:
+                places.append(f"{name.split(_VFL)[-1]}:{frame.f_lineno}")
             frame = frame.f_back
-        caller = "?"
-        if frame is not None:
-            caller = f"{frame.f_code.co_filename.split(_VFL)[-1]}:{frame.f_lineno}"
-        self.where.append((kind, caller))
+        self.where.append((kind, " < ".join(places) or "?"))
 
     def reset_counts(self) -> None:
         """Forget the host waits counted so far."""
