@@ -31,7 +31,8 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from typing import Any
+from types import FrameType
+from typing import Any, ClassVar
 
 import pytest
 import torch
@@ -40,7 +41,9 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 CUDA = torch.device("cuda", 0)
-MIXED = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+MIXED = (
+    "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+)
 TO_NUMPY = (
     "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host"
     " memory first."
@@ -70,7 +73,7 @@ _DATA_DEPENDENT = {
     aten.unique_dim.default,
     aten.unique_consecutive.default,
 }
-_GETTERS = {
+_GETTERS: dict[Any, Callable[[], Any]] = {
     torch._C.TensorBase.device: lambda: CUDA,
     torch._C.TensorBase.is_cuda: lambda: True,
     torch._C.TensorBase.is_cpu: lambda: False,
@@ -94,14 +97,14 @@ class FakeCuda:
             return False
         storage = tensor.untyped_storage()
         ref = self._on_device.get(storage._cdata)
-        return ref is not None and not ref.expired()
+        return ref is not None and _alive(ref)
 
     def mark(self, tensor: torch.Tensor) -> None:
         """Put ``tensor``'s storage on the pretend device."""
         storage = tensor.untyped_storage()
-        self._on_device[storage._cdata] = StorageWeakRef(storage)
+        self._on_device[storage._cdata] = _weak(storage)
         if len(self._on_device) > 4096:  # forget storages freed since
-            self._on_device = {k: r for k, r in self._on_device.items() if not r.expired()}
+            self._on_device = {k: r for k, r in self._on_device.items() if _alive(r)}
 
     def unmark(self, tensor: torch.Tensor) -> None:
         """Put ``tensor``'s storage back on the CPU."""
@@ -111,7 +114,7 @@ class FakeCuda:
         """Record one host wait of ``kind``, with the two innermost vfl lines that caused it."""
         self.syncs[kind] += 1
         places: list[str] = []
-        frame = sys._getframe(1)
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None and len(places) < 2:
             name = frame.f_code.co_filename
             if _VFL in name:
@@ -157,6 +160,15 @@ class FakeCuda:
         self.count(SYNCHRONIZE)
 
 
+def _weak(storage: Any) -> StorageWeakRef:
+    """A weak reference to ``storage`` (the storage cannot be reused while it lives)."""
+    return StorageWeakRef(storage)  # type: ignore[no-untyped-call]
+
+
+def _alive(ref: StorageWeakRef) -> bool:
+    return not ref.expired()  # type: ignore[no-untyped-call]
+
+
 class _FakeStream:
     def is_capturing(self) -> bool:
         return False
@@ -183,11 +195,11 @@ def _is_cuda(device: Any) -> bool:
     return device is not None and torch.device(device).type == "cuda"
 
 
-class _Operations(TorchDispatchMode):
+class _Operations(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Every ATen operation: the device-mixing check and the propagation of marks."""
 
     def __init__(self, fake: FakeCuda) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.fake = fake
 
     def __torch_dispatch__(
@@ -239,12 +251,13 @@ class _Operations(TorchDispatchMode):
     def _count(self, func: Any, args: Sequence[Any]) -> None:
         if func is aten._local_scalar_dense.default:
             self.fake.count(SCALAR_READ)
-        elif func in _DATA_DEPENDENT:
+        elif func in _DATA_DEPENDENT or _masked(func, args):
             self.fake.count(DATA_DEPENDENT)
-        elif func is aten.index.Tensor and any(
-            t.dtype == torch.bool for t in _tensors(args[1])
-        ):
-            self.fake.count(DATA_DEPENDENT)
+
+
+def _masked(func: Any, args: Sequence[Any]) -> bool:
+    """Whether ``func`` indexes with a boolean mask (its output size depends on the data)."""
+    return func is aten.index.Tensor and any(t.dtype == torch.bool for t in _tensors(args[1]))
 
 
 class _Calls(TorchFunctionMode):
@@ -287,7 +300,9 @@ class _Calls(TorchFunctionMode):
         return self._move(args[0], CUDA, None, non_blocking, kwargs.get("memory_format"), False)
 
     def _cpu(self, func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-        return self._move(args[0], torch.device("cpu"), None, False, kwargs.get("memory_format"), False)
+        return self._move(
+            args[0], torch.device("cpu"), None, False, kwargs.get("memory_format"), False
+        )
 
     def _move(
         self,
@@ -330,7 +345,9 @@ class _Calls(TorchFunctionMode):
 
     def _pin_memory(self, func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         if self.fake.on_device(args[0]):
-            raise RuntimeError("cannot pin 'torch.cuda.FloatTensor' only dense CPU tensors can be pinned")
+            raise RuntimeError(
+                "cannot pin 'torch.cuda.FloatTensor' only dense CPU tensors can be pinned"
+            )
         return args[0].clone()  # a page-locked copy, still on the CPU
 
     def _deepcopy(self, func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
@@ -339,7 +356,7 @@ class _Calls(TorchFunctionMode):
             self.fake.mark(copied)
         return copied
 
-    _handlers: dict[str, Callable[[_Calls, Any, Sequence[Any], dict[str, Any]], Any]] = {
+    _handlers: ClassVar[dict[str, Callable[[_Calls, Any, Sequence[Any], dict[str, Any]], Any]]] = {
         "to": _to,
         "cuda": _cuda,
         "cpu": _cpu,
@@ -397,12 +414,12 @@ def _saved_as_cuda(fake: FakeCuda) -> Iterator[None]:
 
     def tag(storage: Any) -> str | None:
         ref = fake._on_device.get(getattr(storage, "_cdata", -1))
-        return "cuda:0" if ref is not None and not ref.expired() else None
+        return "cuda:0" if ref is not None and _alive(ref) else None
 
     def restore(storage: Any, location: str) -> Any:
         if not location.startswith("cuda"):
             return None
-        fake._on_device[storage._cdata] = StorageWeakRef(storage)
+        fake._on_device[storage._cdata] = _weak(storage)
         return storage
 
     torch.serialization.register_package(0, tag, restore)

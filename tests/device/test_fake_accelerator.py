@@ -80,7 +80,9 @@ def test_a_training_step_keeps_gradients_and_optimizer_state_on_the_device(
     optimizer.step()
 
     # Assert
-    weight = model[0].weight
+    first = model[0]
+    assert isinstance(first, nn.Linear)
+    weight = first.weight
     assert weight.grad is not None and weight.grad.is_cuda and input_grad.is_cuda
     assert all(value.is_cuda for value in optimizer.state[weight].values())
     assert weight.data.is_cuda and weight.detach().get_device() == 0

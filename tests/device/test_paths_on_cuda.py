@@ -226,8 +226,12 @@ def test_a_deployed_party_trains_on_its_own_cuda_device_and_restarts_on_the_cpu(
     # ... and restart it with device = "cpu" from that checkpoint, on a CPU-only machine
     restarted = PartyRuntime(1, tables, PartyState(tmp_path / "state", resume=True), device="cpu")
     again = PartyEndpoint(1, restarted.handle)
-    assert isinstance(request(again, SetupRequest(**{**vars(setup), "restore_round": 1})), SetupReply)
-    evaluated_again = request(again, EvalRequest(round=1, ids=torch.tensor([0, 1]), split=SPLIT_TEST))
+    assert isinstance(
+        request(again, SetupRequest(**{**vars(setup), "restore_round": 1})), SetupReply
+    )
+    evaluated_again = request(
+        again, EvalRequest(round=1, ids=torch.tensor([0, 1]), split=SPLIT_TEST)
+    )
 
     # Assert
     assert isinstance(embedding, EmbedReply) and embedding.embedding.shape == (4, 4)

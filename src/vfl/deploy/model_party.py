@@ -18,10 +18,10 @@ compresses evaluation traffic).
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -56,7 +56,12 @@ class ModelRuntime:
     """
 
     def __init__(
-        self, bundle: bundles.PartyBundle, rows: TableRows, *, batch: bool, device: str = ""
+        self,
+        bundle: bundles.PartyBundle,
+        rows: TableRows,
+        *,
+        batch: bool,
+        device: Literal["", "auto", "cpu", "cuda", "mps"] = "",
     ) -> None:
         if device:
             bundle.model.to(resolve_device(device, key="PARTY.toml device"))

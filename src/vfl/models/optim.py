@@ -58,7 +58,7 @@ def without_graph_capture_check(optimizer: torch.optim.Optimizer) -> torch.optim
 
 
 def _no_capture_to_check() -> None:
-    """vfl captures no CUDA graph: nothing to check."""
+    """Vfl captures no CUDA graph: nothing to check."""
 
 
 SCHEDULES = ("constant", "inverse_sqrt", "step", "exponential")

@@ -37,6 +37,7 @@ from vfl.config.io import from_mapping, to_toml
 from vfl.data.encoding import TableEncoder
 from vfl.data.partition import Partition, PartyView
 from vfl.errors import ConfigError, DataError
+from vfl.models.device import DeviceName
 from vfl.protocol.loop import ServerLoop
 from vfl.prune.progressive import ProgressivePruner
 from vfl.results.metrics import Task
@@ -64,7 +65,7 @@ def shared_config(config: RunConfig) -> RunConfig:
     return replace(config, data=DataConfig(), output=replace(config.output, dir="", name=""))
 
 
-def on_device(config: RunConfig, device: str) -> RunConfig:
+def on_device(config: RunConfig, device: DeviceName) -> RunConfig:
     """``config`` with its models on ``device`` (``train.device``), nothing else changed."""
     return replace(config, train=replace(config.train, device=device))
 
