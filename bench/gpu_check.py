@@ -41,10 +41,10 @@ from gpu_paths import EXAMPLE, PATHS, Size, deployment, life_cycle, train_path
 from gpu_speed import alternate
 
 SIZES = {
-    "tiny": Size(train=256, test=128, batch=64, epochs=1),
+    "tiny": Size(train=64, test=64, batch=32, epochs=1),
     "full": Size(train=6000, test=2000, batch=128, epochs=1),
 }
-SPEED = {"tiny": ((64,), 512, 1), "full": ((128, 1024), 0, 5)}
+SPEED = {"tiny": ((32,), 128, 1), "full": ((128, 1024), 0, 5)}
 """Per size: the batch sizes timed, the training rows (0: all) and the timed repeats."""
 PARTS = ("paths", "life", "deploy", "speed")
 DEPLOYED = "deployed-party-on-device"

@@ -30,7 +30,7 @@ def test_the_gpu_check_runs_on_the_cpu_and_writes_its_table_and_results(tmp_path
     assert set(rows) == set(only.split(","))
     assert all("error" not in row and 0 <= row["accuracy"] <= 1 for row in rows.values())
     (speed,) = result["speed"]
-    assert speed["ratio_vfl_over_centralized"] > 0 and speed["batch_size"] == 64
+    assert speed["ratio_vfl_over_centralized"] > 0 and speed["batch_size"] == 32
     table = (out / "table.md").read_text()
     assert "| paths | split-learning | cpu |" in table and table in done.stdout
 
