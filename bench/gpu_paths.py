@@ -235,10 +235,14 @@ def deployment(device: str, work: Path) -> Record:
     )
     python = [sys.executable, "-m", "vfl.cli"]
     subprocess.run(
-        [sys.executable, str(folder / "make_data.py"), "--out", str(folder / "data")], check=True
+        [sys.executable, str(folder / "make_data.py"), "--out", str(folder / "data")],
+        check=True,
+        capture_output=True,
     )
     subprocess.run(
-        [*python, "certs", "--out", str(folder / "certs"), "--parties", "1", "2", "3"], check=True
+        [*python, "certs", "--out", str(folder / "certs"), "--parties", "1", "2", "3"],
+        check=True,
+        capture_output=True,
     )
     run_dir = work / "deploy-run"
     started = time.perf_counter()
@@ -247,6 +251,7 @@ def deployment(device: str, work: Path) -> Record:
         [*launched, *sets("train.epochs=1", "output.progress=false")],
         capture_output=True,
         text=True,
+        timeout=300,
     )
     if done.returncode != 0:
         raise RuntimeError(f"vfl launch exited with {done.returncode}: {done.stderr[-800:]}")

@@ -144,12 +144,18 @@ class FakeCuda:
         return ask
 
     def get_rng_state(self, device: Any = "cuda") -> torch.Tensor:
-        """The pretend device's generator state."""
+        """The pretend device's generator state (torch asks for the current device if unnamed)."""
+        self._which(device)
         return self._cuda_rng.get_state()
 
     def set_rng_state(self, state: torch.Tensor, device: Any = "cuda") -> None:
         """Set the pretend device's generator state."""
+        self._which(device)
         self._cuda_rng.set_state(state)
+
+    def _which(self, device: Any) -> None:
+        if not isinstance(device, int) and torch.device(device).index is None:
+            self.count(DEVICE_QUERY)
 
     def manual_seed(self, seed: int) -> None:
         """Seed the pretend device's generator."""
