@@ -66,10 +66,14 @@ def split_floor_epoch(simulation: Session) -> None:
     server = trainer.server
     for ids in trainer.sampler.epoch(0):
         embeddings = [
-            p.model(torch.index_select(p.features[SPLIT_TRAIN], 0, ids)) for p in simulation.parties
+            p.model(
+                torch.index_select(p.features[SPLIT_TRAIN], 0, ids).to(p.device, non_blocking=True)
+            )
+            for p in simulation.parties
         ]
         inputs = [e.detach().requires_grad_(True) for e in embeddings]
-        loss = server.task.loss(server.head(inputs), server.labels[SPLIT_TRAIN][ids])
+        labels = server.labels[SPLIT_TRAIN][ids].to(server.device, non_blocking=True)
+        loss = server.task.loss(server.head(inputs), labels)
         server.optimizer.zero_grad(set_to_none=True)
         torch.autograd.backward(loss)
         server.optimizer.step()

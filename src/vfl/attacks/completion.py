@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from vfl.attacks.base import Attack, Inference, Knowledge, KnownLabels, PartyKnowledge
+from vfl.models.device import model_device
 
 
 class ModelCompletion(Attack):
@@ -59,8 +60,12 @@ class ModelCompletion(Attack):
 @torch.no_grad()
 def _embed(model: nn.Module, features: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
     model.eval()
-    parts = [model(features[start : start + chunk]) for start in range(0, len(features), chunk)]
-    return torch.cat(parts).reshape(len(features), -1).to(torch.float32)
+    device = model_device(model)
+    parts = [
+        model(features[start : start + chunk].to(device))
+        for start in range(0, len(features), chunk)
+    ]
+    return torch.cat(parts).reshape(len(features), -1).to(device="cpu", dtype=torch.float32)
 
 
 def _standardized(x: torch.Tensor) -> torch.Tensor:

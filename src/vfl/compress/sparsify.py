@@ -66,7 +66,7 @@ class SparsifyingCodec:
         """The payload of ``x`` with the round's fraction of smallest-magnitude entries zeroed."""
         if self._ratio_at is None:
             raise ConfigError("this sparsifying codec only decodes: it has no ratio schedule")
-        flat = x.detach().reshape(-1).to(torch.float32)
+        flat = x.detach().reshape(-1).to(device="cpu", dtype=torch.float32)  # the wire's copy
         total = flat.numel()
         kept = kept_entries(total, self._ratio_at(round_))
         if kept == total:

@@ -190,7 +190,11 @@ class TrainConfig(Section):
         threads: CPU threads for torch's operations (0: torch's default), set before the first
             tensor is made.
         device: Where the models train: ``cpu``, ``cuda``, ``mps``, or ``auto`` (CUDA, then
-            MPS, then the CPU). Tensors cross to host memory only at the wire.
+            MPS, then the CPU). Tensors cross to host memory only at the wire. A resumed run
+            may change it (a run saved on CUDA resumes on the CPU); bundles load on the CPU.
+            ``cuda`` is not verified on a GPU in this session (no GPU lent, 2026-11-27): every
+            path passes on a CUDA device the CPU plays (``tests/device``), and ``make
+            gpu-check`` checks them on a real one (docs/benchmarks.md).
     """
 
     epochs: Annotated[int, Range(ge=1)] = 5

@@ -244,7 +244,8 @@ class PartyConfig(Section):
         keepalive_s: Keepalive ping interval on an idle stream.
         threads: CPU threads for torch's operations in this process (0: torch's default).
         device: Where this party's bottom model trains and embeds (``cpu``, ``cuda``, ``mps`` or
-            ``auto``), whatever the run's ``train.device`` says; empty: the run's choice. Each
+            ``auto``), whatever the run's ``train.device`` says; empty: the run's choice (the CPU
+            when predicting from a bundle). Each
             organisation knows its own hardware; the results a party sends do not depend on it
             beyond floating-point rounding.
         audit_log: If set, a JSONL file recording every message received (control messages

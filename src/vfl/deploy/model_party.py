@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -50,14 +51,21 @@ class ModelRuntime:
         bundle: The party's model bundle.
         rows: Its table of rows to score.
         batch: Predict for the whole table, aligned by PSI (else look rows up per request).
-        device: Where the bottom model embeds (``PartyConfig.device``; empty: the run's).
+        device: Where the bottom model embeds (``PartyConfig.device``; empty: the CPU, where a
+            bundle loads whatever device its run trained on).
     """
 
     def __init__(
-        self, bundle: bundles.PartyBundle, rows: TableRows, *, batch: bool, device: str = ""
+        self,
+        bundle: bundles.PartyBundle,
+        rows: TableRows,
+        *,
+        batch: bool,
+        device: Literal["", "auto", "cpu", "cuda", "mps"] = "",
     ) -> None:
         if device:
             bundle.model.to(resolve_device(device, key="PARTY.toml device"))
+            bundle = replace(bundle, config=bundles.on_device(bundle.config, device))
         self.bundle = bundle
         self.party_id = bundle.party
         self.rows = rows

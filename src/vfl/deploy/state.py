@@ -88,7 +88,8 @@ class PartyState:
                 f" {self.checkpoint_rounds()}); restart the party with its own state_dir and"
                 " --resume"
             )
-        state: dict[str, Any] = torch.load(path, weights_only=True)
+        # on the CPU: a party saved on CUDA restarts on another device (PARTY.toml device)
+        state: dict[str, Any] = torch.load(path, weights_only=True, map_location="cpu")
         return state
 
     def checkpoint_rounds(self) -> list[int]:

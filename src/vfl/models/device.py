@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 from torch import nn
 
 from vfl.errors import ConfigError
 
-DEVICES = ("auto", "cpu", "cuda", "mps")
+DeviceName = Literal["auto", "cpu", "cuda", "mps"]
+DEVICES: tuple[DeviceName, ...] = ("auto", "cpu", "cuda", "mps")
 
 
 def resolve_device(name: str, *, key: str = "train.device") -> torch.device:

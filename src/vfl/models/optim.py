@@ -33,9 +33,32 @@ def optimizer_factory(
             return torch.optim.SGD(
                 params, lr=lr, momentum=momentum, weight_decay=weight_decay, fused=fused
             )
-        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=fused)
+        return without_graph_capture_check(
+            torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=fused)
+        )
 
     return build
+
+
+_CAPTURE_CHECKS = ("_accelerator_graph_capture_health_check", "_cuda_graph_capture_health_check")
+
+
+def without_graph_capture_check(optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
+    """``optimizer`` without torch's check, on every step, for a CUDA graph being captured.
+
+    The check asks the driver how many devices there are (``cudaGetDeviceCount``) on every
+    ``step()`` of most of torch's optimizers (Adam among them; SGD has none) wherever torch was
+    built with CUDA, even for a model on the CPU. vfl never captures CUDA graphs, so the
+    question has one answer, and a run takes thousands of steps.
+    """
+    for name in _CAPTURE_CHECKS:
+        if hasattr(optimizer, name):
+            setattr(optimizer, name, _no_capture_to_check)
+    return optimizer
+
+
+def _no_capture_to_check() -> None:
+    """Vfl captures no CUDA graph: nothing to check."""
 
 
 SCHEDULES = ("constant", "inverse_sqrt", "step", "exponential")

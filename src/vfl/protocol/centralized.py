@@ -73,14 +73,16 @@ class CentralizedTraining:
             if self.learning_rate is not None:
                 self.learning_rate.apply(self.optimizer, self.rounds)
             logits = self.model(self._batch(SPLIT_TRAIN, ids))
-            loss = self.task.loss(logits, self.labels[SPLIT_TRAIN][ids].to(self.device))
+            labels = self.labels[SPLIT_TRAIN][ids].to(self.device, non_blocking=True)
+            loss = self.task.loss(logits, labels)
             self.optimizer.zero_grad(set_to_none=True)
             torch.autograd.backward(loss)
             self.optimizer.step()
             self.rounds += 1
-            total += float(loss.detach())
+            value = float(loss.detach())  # one read a step, once the step is queued
+            total += value
             if on_round is not None:
-                on_round(float(loss.detach()))
+                on_round(value)
         return total / len(batches)
 
     @torch.no_grad()
@@ -98,7 +100,10 @@ class CentralizedTraining:
     def _batch(self, split: int, ids: torch.Tensor) -> list[torch.Tensor]:
         """Every party's rows ``ids`` of ``split``, on the model's device."""
         # The gather the parties use (roles.party): the baseline must not pay a slower one.
-        return [torch.index_select(block, 0, ids).to(self.device) for block in self.blocks[split]]
+        return [
+            torch.index_select(block, 0, ids).to(self.device, non_blocking=True)
+            for block in self.blocks[split]
+        ]
 
     def state_dict(self) -> dict[str, Any]:
         """Model, optimizer and round counter."""

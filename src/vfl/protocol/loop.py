@@ -34,7 +34,6 @@ from vfl.wire import (
     Message,
     Shutdown,
 )
-from vfl.wire.checks import all_finite
 
 R = TypeVar("R", bound=Message)
 
@@ -156,7 +155,7 @@ class ServerLoop(ABC):
         if self.options.learning_rate is not None and self.server.optimizer is not None:
             self.options.learning_rate.apply(self.server.optimizer, self.rounds)
         loss = self.exchange(ids)
-        finite_model = all(all_finite(p) for p in self.server.head.parameters())
+        finite_model = self.server.head_is_finite()
         if not (math.isfinite(loss) and finite_model):
             what = (
                 f"the training loss is {loss}"

@@ -84,6 +84,7 @@ class PrivateSumTraining(SplitLearning):
         width = next(iter(self.server.embedding_dims.values()))
         total = self.secure_sum.estimate_sum(dict(replies), (len(ids), width))
         loss, grad = self.server.train_on_sum(ids, total, self.options.steps)
+        grad = grad.cpu()  # every party's gradient: one copy to the host for all
         self.send_gradients({p: self.gradient_message(r, p, grad) for p in parties})
         return loss
 

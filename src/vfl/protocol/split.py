@@ -61,7 +61,11 @@ class SplitLearning(ServerLoop):
         self.ask({active: request}, Ack, "train")
 
     def gradient_message(self, round_: int, party: int, grad: torch.Tensor) -> Message:
-        """The d loss / d embedding message for one party (noised, then compressed, if set)."""
+        """The d loss / d embedding message for one party (noised, then compressed, if set).
+
+        The gradient crosses to the host here, once: noise, codec and wire all work on that copy.
+        """
+        grad = grad.cpu()
         if self.options.gradient_noise is not None:
             grad = self.options.gradient_noise.apply(grad)
         codec = self.options.links.gradient

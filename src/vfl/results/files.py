@@ -169,7 +169,9 @@ class RunDirectory:
         import torch
 
         try:
-            state = torch.load(path, weights_only=True, mmap=lazily)
+            # on the CPU: a run saved on CUDA resumes on a machine without it; the roles' own
+            # load_state_dict moves what they hold to their models' devices
+            state = torch.load(path, weights_only=True, mmap=lazily, map_location="cpu")
         except OSError as error:
             if error.filename is not None:  # the file system's error, naming the file
                 raise

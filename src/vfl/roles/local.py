@@ -141,7 +141,7 @@ def view_steps(
     task: Task,
     steps: LocalSteps,
     on_embedding_grad: Callable[[torch.Tensor], None] | None = None,
-) -> float:
+) -> torch.Tensor:
     """Q steps on the real loss with the other blocks of ``view`` frozen (C-VFL Algorithm 1).
 
     Args:
@@ -158,9 +158,10 @@ def view_steps(
             top-k selection scores).
 
     Returns:
-        The loss of the last step.
+        The loss of the last step, detached, where the model is (reading it waits for the
+        device: nothing in a round needs to).
     """
-    losses: list[float] = []
+    losses: list[torch.Tensor] = []
 
     def objective() -> tuple[torch.Tensor, None]:
         own = model(inputs)
@@ -168,7 +169,7 @@ def view_steps(
             own.register_hook(_observer(on_embedding_grad))
         embeddings = [own if block is None else block for block in view]
         loss = task.loss(head(embeddings), labels)
-        losses.append(float(loss.detach()))
+        losses.append(loss.detach())
         return loss, None
 
     head.requires_grad_(False)
@@ -187,7 +188,7 @@ def block_steps(
     labels: torch.Tensor,
     task: Task,
     steps: LocalSteps,
-) -> float:
+) -> torch.Tensor:
     """Q exact steps of the label holder's block: its own bottom ``model`` and the ``head``.
 
     FedBCD's party K holds the labels, a feature block and the top of the model; its Q local
@@ -198,9 +199,10 @@ def block_steps(
     real loss in both. The proximal term (``proximal_mu``) anchors both at the round's start.
 
     Returns:
-        The loss of the first step (at the synchronization point).
+        The loss of the first step (at the synchronization point), detached, where the model
+        is.
     """
-    losses: list[float] = []
+    losses: list[torch.Tensor] = []
     block = nn.ModuleList([model, head])
     optimizers = [opt for opt in (optimizer, head_optimizer) if opt is not None]
 
@@ -208,7 +210,7 @@ def block_steps(
         own = model(inputs)
         embeddings = [own if other is None else other for other in view]
         loss = task.loss(head(embeddings), labels)
-        losses.append(float(loss.detach()))
+        losses.append(loss.detach())
         return loss, None
 
     descend(block, optimizers, [objective] * steps.count, proximal_mu=steps.proximal_mu)

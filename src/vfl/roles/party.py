@@ -237,7 +237,8 @@ class Party:
         grad = self._received_grad(request, pending)
         started = time.perf_counter()
         if self.options.uplink is not None:  # the scores only steer the uplink's selection
-            self._scores = grad.abs().mean(dim=0)
+            self._scores = grad.abs().mean(dim=0)  # on the host, where the uplink encodes
+        grad = grad.to(self.device, non_blocking=True)
         gradient_steps(
             self.model,
             self.optimizer,
@@ -267,6 +268,7 @@ class Party:
     def _received_grad(
         self, request: GradRequest | CompressedGradRequest, pending: PendingRound
     ) -> torch.Tensor:
+        """The decoded gradient, checked on the host (where the wire left it)."""
         shape = tuple(pending.embedding.shape)
         if isinstance(request, CompressedGradRequest):
             if self.options.gradient is None:
@@ -277,7 +279,6 @@ class Party:
             )
         else:
             grad = request.grad
-        grad = grad.to(self.device)
         if tuple(grad.shape) != shape or grad.dtype != pending.embedding.dtype:
             raise WireError(
                 f"party {self.party_id}: gradient of shape {tuple(grad.shape)} ({grad.dtype}) for"
@@ -301,8 +302,8 @@ class Party:
             head=active.head,
             head_optimizer=active.head_optimizer,
             inputs=self._rows(SPLIT_TRAIN, pending.ids),
-            view=active.view(tuple(o.to(self.device) for o in request.others)),
-            labels=active.labels[pending.ids].to(self.device),
+            view=active.view(tuple(o.to(self.device, non_blocking=True) for o in request.others)),
+            labels=active.labels[pending.ids].to(self.device, non_blocking=True),
             task=active.task,
             steps=self.options.steps,
         )
@@ -315,7 +316,7 @@ class Party:
             raise ProtocolError(f"party {self.party_id} holds no labels: it cannot use a view")
         pending = self._take_pending(broadcast)
         view = [
-            None if block is None else block.to(self.device)
+            None if block is None else block.to(self.device, non_blocking=True)
             for block in decode_view(
                 shared, broadcast, self.options.seeds, batch=len(pending.ids), own=self.party_id
             )
@@ -338,7 +339,7 @@ class Party:
             inputs=self._rows(SPLIT_TRAIN, pending.ids),
             view=view,
             head=shared.head,
-            labels=shared.labels[pending.ids].to(self.device),
+            labels=shared.labels[pending.ids].to(self.device, non_blocking=True),
             task=shared.task,
             steps=self.options.steps,
             on_embedding_grad=None if self.options.uplink is None else keep_scores,

@@ -77,7 +77,7 @@ class SavedRound:
         ``model``'s buffers and the global generators are left as they were before.
         """
         buffers = [buffer.detach().clone() for buffer in model.buffers()]
-        accelerator = device.type != CPU
+        accelerator = device.type != CPU and device.type in self.rng  # saved on this device
         with torch.random.fork_rng(
             devices=[device.index or 0] if accelerator else [],
             device_type=device.type if accelerator else None,

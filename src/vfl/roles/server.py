@@ -14,7 +14,7 @@ from vfl.models.device import model_device
 from vfl.results.metrics import Task
 from vfl.roles.local import LocalSteps, descend, snapshot
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
-from vfl.wire.checks import all_finite
+from vfl.wire.checks import all_finite, all_finite_parameters
 
 
 class Server:
@@ -92,23 +92,24 @@ class Server:
     ) -> tuple[float, list[torch.Tensor]]:
         """Q head steps on fixed head inputs; the first loss and the first step's input grads."""
         steps = steps or LocalSteps()
-        inputs = [e.detach().to(self.device).requires_grad_(True) for e in inputs]
-        labels = self.labels[SPLIT_TRAIN][ids].to(self.device)
+        inputs = [self._on_device(e).requires_grad_(True) for e in inputs]
+        labels = self._on_device(self.labels[SPLIT_TRAIN][ids])
         if not self.head.training:
             self.head.train()
-        losses: list[float] = []
+        losses: list[torch.Tensor] = []
         anchor = snapshot(self.head) if steps.proximal_mu > 0 else None
 
         def objective() -> tuple[torch.Tensor, None]:
             loss = self.task.loss(self.head(inputs), labels)
-            losses.append(float(loss.detach()))
+            losses.append(loss.detach())
             return loss, None
 
         descend(
             self.head, self.optimizer, [objective], proximal_mu=steps.proximal_mu, anchor=anchor
         )
-        if not math.isfinite(losses[0]):  # before any gradient leaves the server
-            raise TrainingDiverged(f"the training loss is {losses[0]}: {DIVERGED_HINT}")
+        first = float(losses[0])  # read once the step is queued: one wait on an accelerator
+        if not math.isfinite(first):  # before any gradient leaves the server
+            raise TrainingDiverged(f"the training loss is {first}: {DIVERGED_HINT}")
         grads = []
         for embedding in inputs:
             assert embedding.grad is not None  # every input feeds the head
@@ -122,7 +123,7 @@ class Server:
                 proximal_mu=steps.proximal_mu,
                 anchor=anchor,
             )
-        return losses[0], grads
+        return first, grads
 
     def input_gradients(
         self, ids: torch.Tensor, embeddings: Mapping[int, torch.Tensor]
@@ -139,10 +140,10 @@ class Server:
             TrainingDiverged: if the loss is not finite (before any gradient leaves the server).
         """
         ordered = self._ordered(embeddings, len(ids))
-        inputs = [e.detach().to(self.device).requires_grad_(True) for e in ordered]
+        inputs = [self._on_device(e).requires_grad_(True) for e in ordered]
         if not self.head.training:
             self.head.train()
-        loss = self.task.loss(self.head(inputs), self.labels[SPLIT_TRAIN][ids].to(self.device))
+        loss = self.task.loss(self.head(inputs), self._on_device(self.labels[SPLIT_TRAIN][ids]))
         value = float(loss.detach())
         if not math.isfinite(value):
             raise TrainingDiverged(f"the training loss is {value}: {DIVERGED_HINT}")
@@ -170,9 +171,17 @@ class Server:
     def predict_on(self, inputs: list[torch.Tensor]) -> torch.Tensor:
         """Logits from the head's inputs, in evaluation mode (on the CPU)."""
         self.head.eval()
-        logits: torch.Tensor = self.head([e.to(self.device) for e in inputs])
+        logits: torch.Tensor = self.head([self._on_device(e) for e in inputs])
         self.head.train()
         return logits.cpu()
+
+    def head_is_finite(self) -> bool:
+        """Whether every parameter of the head is finite (one wait on an accelerator)."""
+        return all_finite_parameters(self.head.parameters())
+
+    def _on_device(self, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor`` (from the wire, on the host) detached, on the head's device."""
+        return tensor.detach().to(self.device, non_blocking=True)
 
     def _ordered(self, embeddings: Mapping[int, torch.Tensor], batch: int) -> list[torch.Tensor]:
         if set(embeddings) != set(self.embedding_dims):
@@ -212,7 +221,10 @@ def _check_embedding(embedding: torch.Tensor, shape: tuple[int, int], source: st
             f"{source} sent an embedding of shape {tuple(embedding.shape)} ({embedding.dtype});"
             f" expected {shape} floating point"
         )
-    if not all_finite(embedding):
+    # An embedding on the device comes from a role in this process (the active party), not
+    # from a wire: reading it would wait for the device, and a non-finite one makes the loss
+    # non-finite, which stops the round before any gradient leaves.
+    if embedding.device.type == "cpu" and not all_finite(embedding):
         raise WireError(
             f"{source} sent an embedding with non-finite values (its model diverged, or the"
             " message is corrupt)"

@@ -102,6 +102,6 @@ def load_vector(
             raise WireError(f"a server model without parameters came with {len(payload)} bytes")
         return
     vector = codec.decode(payload, shape=(count,), seed=seed, round_=round_)
-    vector = vector.to(next(module.parameters()).device)
+    vector = vector.to(next(module.parameters()).device, non_blocking=True)
     with torch.no_grad():
         nn.utils.vector_to_parameters(vector, module.parameters())

@@ -13,6 +13,9 @@ root. A party's ``preprocessing.json`` is the fitted encoding of its own raw col
 images, the region of each image it holds); its ``manifest.json`` also records the pruned widths
 of an LVFL model. Every manifest carries the run's **fingerprint**, a hash of the config every
 role shares and of the partition, so parts of different runs are never combined.
+
+A bundle loads on the CPU, whatever ``train.device`` the run trained on (the config it returns
+says ``cpu``): a run trained on CUDA predicts on a machine without it; ``on_device`` moves one.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from vfl.config.io import from_mapping, to_toml
 from vfl.data.encoding import TableEncoder
 from vfl.data.partition import Partition, PartyView
 from vfl.errors import ConfigError, DataError
+from vfl.models.device import DeviceName
 from vfl.protocol.loop import ServerLoop
 from vfl.prune.progressive import ProgressivePruner
 from vfl.results.metrics import Task
@@ -59,6 +63,11 @@ def party_folder(party: int) -> str:
 def shared_config(config: RunConfig) -> RunConfig:
     """The part of a run config every role sees: without the data source and the output."""
     return replace(config, data=DataConfig(), output=replace(config.output, dir="", name=""))
+
+
+def on_device(config: RunConfig, device: DeviceName) -> RunConfig:
+    """``config`` with its models on ``device`` (``train.device``), nothing else changed."""
+    return replace(config, train=replace(config.train, device=device))
 
 
 def fingerprint(config: RunConfig, identity: str) -> str:
@@ -251,7 +260,7 @@ def _read(folder: Path, role: str) -> tuple[dict[str, Any], RunConfig]:
             f" {manifest.get('format')!r}, role {manifest.get('role')!r})"
         )
     config = from_mapping(RunConfig, tomllib.loads(_text(folder / CONFIG)))
-    return manifest, config
+    return manifest, on_device(config, "cpu")
 
 
 def _load_weights(folder: Path, model: nn.Module) -> None:

@@ -30,12 +30,14 @@ RESUMABLE_KEYS = (
     "train.epochs",
     "train.checkpoint",
     "train.checkpoint_every",
+    "train.device",
     "output.dir",
     "output.name",
     "output.progress",
     "privacy.max_epsilon",
 )
-"""Fields a resumed run may change: how long it trains, when it checkpoints, where results go
+"""Fields a resumed run may change: how long it trains, when it checkpoints, where it trains (a
+run saved on CUDA resumes on the CPU, or the other way), where results go
 (``--resume RUN_DIR`` names the folder, so ``output.dir`` and ``output.name`` are not used) and
 whether a progress bar shows. None of them changes what a round computes."""
 

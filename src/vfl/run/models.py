@@ -17,7 +17,7 @@ from torch import nn
 from vfl.config import RunConfig
 from vfl.errors import ConfigError
 from vfl.models.build import build_bottom, build_head
-from vfl.models.device import resolve_device
+from vfl.models.device import model_device, resolve_device
 from vfl.models.optim import OptimizerFactory, optimizer_factory
 from vfl.results.metrics import Task
 from vfl.seeding import derive_seed, torch_seed
@@ -143,11 +143,14 @@ class GivenModels:
 
 
 def embedding_width(model: nn.Module, block: torch.Tensor) -> int:
-    """The embedding width ``model`` produces, probed on one sample in eval mode."""
+    """The embedding width ``model`` produces, probed on one sample in eval mode.
+
+    The sample crosses to the model's device first (``block`` stays on the host).
+    """
     was_training = model.training
     model.eval()
     with torch.no_grad():
-        out = model(block[:1])
+        out = model(block[:1].to(model_device(model)))
     model.train(was_training)
     if out.ndim != 2 or out.shape[0] != 1:
         raise ConfigError(
