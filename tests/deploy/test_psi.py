@@ -15,7 +15,16 @@ from vfl.deploy.alignment import Alignment, align
 from vfl.deploy.control import LocalControl
 from vfl.deploy.data import HolderSplit, id_bytes
 from vfl.deploy.party import PartyRuntime
-from vfl.deploy.psi import PsiHolder, blind, hash_to_group, intersect, new_scalar, split_points
+from vfl.deploy.psi import (
+    FIELD_PRIME,
+    PsiHolder,
+    blind,
+    first_invalid,
+    hash_to_group,
+    intersect,
+    new_scalar,
+    split_points,
+)
 from vfl.deploy.state import PartyState
 from vfl.errors import WireError
 from vfl.transport import PartyEndpoint
@@ -40,8 +49,16 @@ def test_blinding_commutes_so_equal_ids_meet() -> None:
 
 
 def test_bytes_that_are_not_group_elements_are_rejected() -> None:
-    with pytest.raises(WireError, match="not an element"):
-        blind(b"\x01" * 32, new_scalar())
+    # Prepare: above the field prime, and a point of order 4 (u = 1), then a valid element
+    non_canonical, small_order = b"\xff" * 32, b"\x01" + b"\x00" * 31
+    valid = hash_to_group(b"customer-17")
+
+    # Execute / Assert
+    for bad in (non_canonical, small_order):
+        with pytest.raises(WireError, match="not an element"):
+            blind(valid + bad, new_scalar())
+    assert first_invalid(valid + small_order) == 1
+    assert first_invalid(valid + valid) is None  # control: valid elements pass
     with pytest.raises(WireError, match="whole number of 32-byte"):
         split_points(b"\x00" * 33)
 
@@ -74,6 +91,38 @@ def test_every_holder_keeps_exactly_the_common_ids_in_one_order(
     common = {str(x).encode() for x in set.intersection(*sets)}
     assert all(a == aligned[0] for a in aligned)
     assert set(aligned[0]) == common and len(aligned[0]) == len(common)
+
+
+def on_curve(point: bytes) -> bool:
+    """Whether a u-coordinate is on Curve25519 (not its twist): u^3 + A u^2 + u is a square."""
+    u = int.from_bytes(point, "little")
+    value = (u**3 + 486662 * u**2 + u) % FIELD_PRIME
+    return pow(value, (FIELD_PRIME - 1) // 2, FIELD_PRIME) in (0, 1)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_an_element_of_the_twist_stays_on_it_and_never_meets_an_honest_element(
+    seed: int,
+) -> None:
+    # Prepare: a canonical u-coordinate on the twist (not detected by the cheap checks)
+    rng = np.random.default_rng(seed)
+    twist = next(
+        point
+        for point in (rng.integers(0, 256, 32, dtype=np.uint8).tobytes() for _ in range(200))
+        if first_invalid(point) is None and not on_curve(point)
+    )
+    honest = hash_to_group(str(seed).encode())
+    a, b = new_scalar(), new_scalar()
+
+    # Execute
+    blinded_twist = blind(blind(twist, a), b)
+    blinded_honest = blind(blind(honest, b), a)
+
+    # Assert: blinding keeps each on its own curve, so they can never be equal
+    assert on_curve(honest) and on_curve(blinded_honest)  # control: the check can tell
+    assert not on_curve(blinded_twist)
+    assert blinded_twist != blinded_honest
 
 
 def test_a_result_naming_positions_outside_the_list_is_rejected() -> None:

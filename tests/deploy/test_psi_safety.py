@@ -107,7 +107,8 @@ def test_the_aligned_order_is_the_same_in_every_run_over_the_same_data(tmp_path:
 Tamper = Callable[[bytes], bytes]
 
 TAMPERS: dict[str, Tamper] = {
-    "malformed": lambda points: b"\x01" * POINT_BYTES + points[POINT_BYTES:],
+    # above the field prime: no canonical u-coordinate (psi.first_invalid)
+    "malformed": lambda points: b"\xff" * POINT_BYTES + points[POINT_BYTES:],
     "repeated": lambda points: points[:POINT_BYTES] * 2 + points[2 * POINT_BYTES :],
     "short": lambda points: points[:-POINT_BYTES],
 }
