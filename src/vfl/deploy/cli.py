@@ -15,6 +15,8 @@ from typing import Any
 from vfl.errors import ConfigError
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+PORT_WAIT_S = 600.0
+"""How long a party started with ``--server-port-file`` waits for the server to listen."""
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,6 +34,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     party.add_argument("--config", type=Path, required=True, help="PARTY.toml")
     party.add_argument("--resume", action="store_true", help="continue with the state_dir's run")
     party.add_argument("--server", default="", help="dial this host:port instead of the config's")
+    party.add_argument(
+        "--server-port-file",
+        type=Path,
+        help="dial 127.0.0.1 at the port a local server writes here (vfl launch)",
+    )
     _prediction(party, party=True)
     _overrides(party)
     party.set_defaults(handler=_party)
@@ -183,13 +190,28 @@ def _party(args: argparse.Namespace) -> int:
         if args.resume or (args.predict and args.serve):
             raise ConfigError("give one of --predict, --serve and --resume")
         run_model_party(
-            config, serve=args.serve, data=args.data, model=args.model, server=args.server
+            config, serve=args.serve, data=args.data, model=args.model, server=_dial(args)
         )
         return 0
     from vfl.deploy.party import run_party
 
-    run_party(config, resume=args.resume, server=args.server)
+    run_party(config, resume=args.resume, server=_dial(args))
     return 0
+
+
+def _dial(args: argparse.Namespace) -> str:
+    """The ``--server`` address, or the local one whose port ``--server-port-file`` gives.
+
+    Waiting comes after the party's modules are loaded, so that they load while the server
+    starts.
+    """
+    if args.server_port_file is None:
+        return str(args.server)
+    from vfl.deploy.port_file import wait_for_port
+
+    if args.server:
+        raise ConfigError("give one of --server and --server-port-file")
+    return f"127.0.0.1:{wait_for_port(args.server_port_file, PORT_WAIT_S)}"
 
 
 def _serve(args: argparse.Namespace) -> int:

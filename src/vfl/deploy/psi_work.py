@@ -24,7 +24,8 @@ def workers() -> int:
     configured = os.environ.get("VFL_PSI_THREADS", "")
     if configured.isdigit() and int(configured) > 0:
         return int(configured)
-    return max(1, len(os.sched_getaffinity(0)))
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere every core
+    return max(1, len(affinity(0)) if affinity is not None else os.cpu_count() or 1)
 
 
 def parallel_chunks(work: Callable[[Sequence[T]], list[R]], items: Sequence[T]) -> list[R]:
