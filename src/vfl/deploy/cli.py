@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vfl.errors import ConfigError
+from vfl.errors import ConfigError, SomeWorkFailed
+from vfl.transport.address import MAX_PORT
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 PORT_WAIT_S = 600.0
@@ -63,6 +64,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=5.0,
         help="how long a request waits for a party that is not connected (default: 5)",
     )
+    serve.add_argument(
+        "--http-port",
+        type=int,
+        help="also answer POST /v1/score (JSON) over HTTPS on this port (0: a free one)",
+    )
+    serve.add_argument("--http-port-file", type=Path, help="write the HTTP port here")
     _overrides(serve)
     serve.set_defaults(handler=_serve)
 
@@ -220,13 +227,23 @@ def _serve(args: argparse.Namespace) -> int:
 
     _log_to_stderr()
     config, deployment = load_run_config(args.config, args.overrides)
-    serve(config, deployment, args.model, port_file=args.port_file, wait_s=args.wait_s)
+    if args.http_port is not None and not 0 <= args.http_port <= MAX_PORT:
+        raise ConfigError(f"--http-port {args.http_port} is out of range; give 0..{MAX_PORT}")
+    serve(
+        config,
+        deployment,
+        args.model,
+        port_file=args.port_file,
+        wait_s=args.wait_s,
+        http_port=args.http_port,
+        http_port_file=args.http_port_file,
+    )
     return 0
 
 
 def _score(args: argparse.Namespace) -> int:
     from vfl.deploy.config import PartyTlsConfig
-    from vfl.deploy.score_api import score_ids
+    from vfl.deploy.score_client import score_ids, unscored
     from vfl.deploy.tls import party_tls
 
     tls = party_tls(
@@ -234,6 +251,11 @@ def _score(args: argparse.Namespace) -> int:
     )
     answer = score_ids(args.address, args.ids, tls, timeout_s=args.timeout_s)
     print(json.dumps(answer, indent=2))
+    failed = unscored(answer)
+    if failed:
+        shown = ", ".join(f"{entry['id']} ({entry['error']})" for entry in failed[:3])
+        more = f" and {len(failed) - 3} more" if len(failed) > 3 else ""
+        raise SomeWorkFailed(f"{len(failed)} of {len(args.ids)} IDs were not scored: {shown}{more}")
     return 0
 
 

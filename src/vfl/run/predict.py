@@ -52,13 +52,26 @@ class Predictions:
         """The most probable class index of each row."""
         return np.asarray(self.probabilities.argmax(axis=1), dtype=np.int64)
 
+    @property
+    def labels(self) -> npt.NDArray[np.str_]:
+        """The most probable class name of each row."""
+        return np.asarray(self.classes)[self.predicted]
+
     def to_frame(self) -> pd.DataFrame:
         """``id``, ``predicted`` (class name) and ``probability_<class>`` columns, one row each."""
-        names = np.asarray(self.classes)[self.predicted]
-        frame = pd.DataFrame({"id": self.ids, "predicted": names})
+        frame = pd.DataFrame({"id": self.ids, "predicted": self.labels})
         for index, name in enumerate(self.classes):
             frame[f"probability_{name}"] = self.probabilities[:, index]
         return frame
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Every party's block of some rows, their IDs and, if known, their labels."""
+
+    blocks: list[torch.Tensor]
+    ids: npt.NDArray[Any]
+    labels: torch.Tensor | None
 
 
 class BundleModels:
@@ -150,20 +163,63 @@ class Model:
             blocks.append(torch.from_numpy(encoder.transform(frame, where=where)))
         return blocks
 
+    def rows(self, frame: pd.DataFrame, *, id_column: str = "", where: str = "the table") -> Rows:
+        """Every party's block of ``frame``'s raw rows, their IDs and labels (if it has them).
+
+        What ``vfl predict --data FILE`` reads from a file.
+
+        IDs come from ``id_column`` (by default the run's ``data.id_column`` when the frame has
+        it, else row numbers); labels from the run's label column, when the frame has it.
+
+        Raises:
+            DataError: naming the column or label that does not fit the model.
+        """
+        if not isinstance(frame, pd.DataFrame):
+            raise DataError(f"expected a pandas DataFrame of raw columns, got {type(frame)}")
+        config = self.config
+        column = id_column or (config.data.id_column if config.data.id_column in frame else "")
+        if column and column not in frame:
+            raise DataError(
+                f"{where} has no ID column {column!r}; its columns: {list(frame.columns)}"
+            )
+        ids = frame[column].to_numpy() if column else np.arange(len(frame))
+        label = config.data.label
+        labels = None
+        if label and label in frame:
+            labels = label_indices(
+                frame[label].tolist(), self.classes, f"{where}: label column {label!r}"
+            )
+        return Rows(self.features(frame, where=where), ids, labels)
+
     def predict(
         self,
-        blocks: Sequence[torch.Tensor],
+        data: pd.DataFrame | Sequence[torch.Tensor],
         *,
         ids: npt.ArrayLike | None = None,
         labels: torch.Tensor | None = None,
+        id_column: str = "",
     ) -> Predictions:
-        """Class probabilities for the rows of every party's ``blocks`` (party order).
+        """Class probabilities for new rows, with their IDs (and metrics, given labels).
 
         Args:
-            blocks: One ``(n, ...)`` float32 block per party, rows aligned across parties.
-            ids: The rows' sample ids (default: 0..n-1).
-            labels: The rows' class indices, to report metrics beside the predictions.
+            data: A pandas DataFrame of raw columns (every party's, as ``vfl predict --data``
+                reads; each party's own fitted preprocessing is applied), or one ``(n, ...)``
+                float32 block per party (party order), rows aligned across parties.
+            ids: The rows' sample ids (default: the frame's ID column, else 0..n-1).
+            labels: The rows' class indices, to report metrics beside the predictions (default:
+                the frame's label column, when it has one).
+            id_column: The frame's ID column (default: the run's ``data.id_column``).
+
+        Raises:
+            DataError: naming the column, label or block that does not fit the model.
         """
+        if isinstance(data, pd.DataFrame):
+            rows = self.rows(data, id_column=id_column, where="the DataFrame")
+            blocks: Sequence[torch.Tensor] = rows.blocks
+            ids = rows.ids if ids is None else ids
+            labels = rows.labels if labels is None else labels
+        else:
+            blocks = data
         count = _row_count(blocks, len(self.parties))
         known = labels if labels is not None else torch.zeros(count, dtype=torch.int64)
         loop = self._loop(blocks, known)
@@ -180,6 +236,15 @@ class Model:
             probabilities=probabilities(task, logits),
             metrics=metrics,
         )
+
+    def predict_proba(
+        self, data: pd.DataFrame | Sequence[torch.Tensor], *, id_column: str = ""
+    ) -> npt.NDArray[np.float64]:
+        """``(n, C)`` class probabilities of new rows, columns in ``classes`` order.
+
+        As scikit-learn's ``predict_proba``; ``data`` as in ``predict``.
+        """
+        return self.predict(data, id_column=id_column).probabilities
 
     def _loop(self, blocks: Sequence[torch.Tensor], labels: torch.Tensor) -> ServerLoop:
         config = self.config
