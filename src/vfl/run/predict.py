@@ -126,8 +126,20 @@ class Model:
         self.parties = dict(sorted(parties.items()))
 
     @classmethod
-    def load(cls, run_dir: Path) -> Model:
+    def load(
+        cls,
+        run_dir: Path | str,
+        *,
+        bottoms: Sequence[nn.Module] | None = None,
+        head: nn.Module | None = None,
+    ) -> Model:
         """The model a run exported into ``run_dir / bundle``.
+
+        Args:
+            run_dir: The run's directory (``bundle/`` inside).
+            bottoms: For a model of your own modules (``vfl.export``): one bottom per party, in
+                party order, of the architecture trained; the weights are loaded into them.
+            head: Likewise, the head.
 
         Raises:
             DataError: naming a bundle file that is missing or malformed.
@@ -135,8 +147,17 @@ class Model:
         folder = Path(run_dir) / bundles.BUNDLE
         if not folder.is_dir():
             raise DataError(f"{folder} does not exist: the run exported no model bundles")
-        server = bundles.load_server(folder / bundles.SERVER)
-        parties = {p: bundles.load_party(folder / bundles.party_folder(p)) for p in server.widths}
+        server = bundles.load_server(folder / bundles.SERVER, head)
+        if bottoms is not None and len(bottoms) != len(server.widths):
+            raise ConfigError(
+                f"got {len(bottoms)} bottom models for the {len(server.widths)} parties of"
+                f" {run_dir}"
+            )
+        given = dict(zip(sorted(server.widths), bottoms or (), strict=False))
+        parties = {
+            p: bundles.load_party(folder / bundles.party_folder(p), given.get(p))
+            for p in server.widths
+        }
         return cls(server, parties)
 
     @property
@@ -159,7 +180,10 @@ class Model:
         for party, bundle in self.parties.items():
             encoder = bundle.encoder
             if encoder is None:
-                raise DataError(f"party {party} holds images; give its blocks as tensors instead")
+                raise DataError(
+                    f"party {party}'s rows are tensors (images, or your own modules exported by"
+                    " vfl.export), not table columns: give every party's block as a tensor"
+                )
             blocks.append(torch.from_numpy(encoder.transform(frame, where=where)))
         return blocks
 
@@ -311,6 +335,11 @@ def _row_count(blocks: Sequence[torch.Tensor], parties: int) -> int:
     return len(blocks[0])
 
 
-def load_model(run_dir: Path) -> Model:
+def load_model(
+    run_dir: Path | str,
+    *,
+    bottoms: Sequence[nn.Module] | None = None,
+    head: nn.Module | None = None,
+) -> Model:
     """The model a run exported into ``run_dir / bundle`` (see ``Model.load``)."""
-    return Model.load(run_dir)
+    return Model.load(run_dir, bottoms=bottoms, head=head)
