@@ -28,6 +28,9 @@ EXTRAS = {
     "nacl": "deploy",
     "matplotlib": "plots",
     "ray": "ray",
+    "tensorboard": "tracking",
+    "starlette": "deploy",
+    "uvicorn": "deploy",
 }
 """Optional dependencies by top-level module, and the extra that installs each."""
 EXPECTED = (VflError, OSError)
