@@ -2,7 +2,7 @@
 
 ``vfl serve --http-port PORT`` serves it with Starlette on uvicorn, in a thread of the service,
 behind the same mutual TLS as the gRPC port: the caller's certificate must be signed by the
-deployment's CA (``deployment.tls.ca``; a client without one fails the TLS handshake) and name
+deployment's CA (``deployment.tls.ca``; a client without one has its connection closed) and name
 ``client-<name>`` (a party's certificate is answered 403). Request and answer are the gRPC
 method's JSON::
 
@@ -94,7 +94,7 @@ def _certificate_names(ssl_object: ssl.SSLObject | None) -> list[str]:
         if entry[0] == "commonName"
     ]
     names += [str(entry[1]) for entry in certificate.get("subjectAltName", ()) if entry[0] == "DNS"]
-    return names
+    return list(dict.fromkeys(names))
 
 
 @dataclass
@@ -140,6 +140,7 @@ def start_http(
         access_log=False,
         lifespan="off",
     )
+    logging.getLogger("uvicorn.error").setLevel(logging.WARNING)  # not its start-up notices
     server = uvicorn.Server(config)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [listener]}, name="vfl-http", daemon=True
