@@ -39,7 +39,8 @@ What each role learns (semi-honest, non-colluding holders; decisional Diffie-Hel
 group): a party sees only lists blinded by at least one key it does not hold, so it learns
 the other holders' set sizes and which of *its own* rows are in the intersection. The server
 learns the same for its labels file, the sizes of every sub-intersection (how many IDs each
-group of holders shares, from matching fully blinded lists), but no ID it does not hold
+group of holders shares, from matching fully blinded lists) and, for each of its own IDs,
+which parties hold it (it knows the order of its own list), but no ID it does not hold
 itself: testing a guess ``x`` needs ``(k_0 ... k_M) H(x)``, that is every holder's key.
 """
 
