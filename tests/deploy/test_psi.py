@@ -21,7 +21,7 @@ from vfl.deploy.psi import (
     blind,
     first_invalid,
     hash_to_group,
-    intersect,
+    intersect_with_server,
     new_scalar,
     split_points,
 )
@@ -71,18 +71,17 @@ def test_bytes_that_are_not_group_elements_are_rejected() -> None:
 def test_every_holder_keeps_exactly_the_common_ids_in_one_order(
     sets: list[set[int]], seed: int
 ) -> None:
-    # Prepare: each holder lists its IDs in its own random order
+    # Prepare: each holder lists its IDs in its own random order; holder 0 is the server
     rng = np.random.default_rng(seed)
     lists = [[str(x).encode() for x in rng.permutation(sorted(s))] for s in sets]
     holders = [PsiHolder(ids, rng=np.random.default_rng(seed + i)) for i, ids in enumerate(lists)]
-    blinded = [h.start() for h in holders]
-    for owner in range(len(holders)):  # every list visits every other holder
-        for other, holder in enumerate(holders):
-            if other != owner:
-                blinded[owner] = holder.blind(blinded[owner])
+    server, parties = holders[0], holders[1:]
+    own = server.start()
+    by_party = [party.blind(own) for party in parties]  # k_i k_0 H(S_0), the server's order
+    by_server = [server.blind(party.start()) for party in parties]  # k_0 k_i H(S_i)
 
     # Execute
-    orders = intersect(blinded)
+    orders = intersect_with_server(by_party, by_server)
 
     # Assert
     aligned = [
@@ -91,6 +90,21 @@ def test_every_holder_keeps_exactly_the_common_ids_in_one_order(
     common = {str(x).encode() for x in set.intersection(*sets)}
     assert all(a == aligned[0] for a in aligned)
     assert set(aligned[0]) == common and len(aligned[0]) == len(common)
+
+
+def test_two_parties_lists_cannot_be_compared_by_the_server() -> None:
+    # Prepare: the same IDs at two parties, each list blinded by the server
+    ids = [str(x).encode() for x in range(20)]
+    server, first, second = PsiHolder(ids), PsiHolder(ids), PsiHolder(ids)
+
+    # Execute
+    first_list = set(split_points(server.blind(first.start())))
+    second_list = set(split_points(server.blind(second.start())))
+
+    # Assert: k_0 k_1 H(x) and k_0 k_2 H(x) never meet, so no party-party intersection shows
+    assert not first_list & second_list
+    # Control: the server's own list, blinded by party 1, meets party 1's list (same keys)
+    assert set(split_points(first.blind(server.start()))) == first_list
 
 
 def on_curve(point: bytes) -> bool:

@@ -11,15 +11,16 @@ server, the label holder) with ID sets ``S_h`` and secret scalars ``k_h``:
   (section 3), with SHA-512 halves in place of its ``hash_to_field``. The sum, a point of the
   prime-order subgroup of edwards25519, is written as the u-coordinate of the same point on
   Curve25519 (``u = (1 + y) / (1 - y)``, RFC 7748 section 4.1).
-- Every holder sends ``[k_h H(x) for x in S_h]`` in a secret random order; each list then
-  visits every other holder once, who multiplies each element by its own scalar and keeps the
-  order. Scalar multiplication commutes, so the fully blinded element of ``x`` is
-  ``(k_0 k_1 ... k_M) H(x)`` whoever owns it: equal elements mean equal IDs (up to hash
-  collisions and ``H(x) = -H(y)``, which share a u-coordinate: probability about ``n^2 / L``).
-- The server intersects the fully blinded lists and tells each holder which positions of its
-  list are shared (ascending positions, so their order says nothing). Every holder then orders
-  its shared rows by ``order_key`` of their IDs, a public hash: the same order at every holder
-  and in every run over the same data, whatever the secret scalars and list orders were, and
+- Every holder makes ``[k_h H(x) for x in S_h]`` in a secret random order. Each party ``i``
+  blinds the server's list into ``k_i k_0 H(S_0)`` and the server blinds party ``i``'s list
+  into ``k_0 k_i H(S_i)``, each keeping the order. Scalar multiplication commutes, so an ID
+  ``x`` that the server and party ``i`` both hold gives equal elements ``k_0 k_i H(x)`` in the
+  two lists (up to hash collisions and ``H(x) = -H(y)``, which share a u-coordinate:
+  probability about ``n^2 / L``); ``intersect_with_server`` matches them, per party.
+- The server keeps the IDs every party holds and tells each party which positions of its list
+  those are (ascending positions, so their order says nothing). Every holder then orders its
+  shared rows by ``order_key`` of their IDs, a public hash: the same order at every holder and
+  in every run over the same data, whatever the secret scalars and list orders were, and
   unrelated to any holder's file order. A holder learns nothing from it: it already knows the
   IDs of its own shared rows, and the order is a function of those alone.
 
@@ -36,12 +37,12 @@ prime-order subgroup of the curve), and X25519 is safe on the twist (its order i
 prime, and every clamped scalar is a multiple of 8). Such an ID simply drops out.
 
 What each role learns (semi-honest, non-colluding holders; decisional Diffie-Hellman in the
-group): a party sees only lists blinded by at least one key it does not hold, so it learns
-the other holders' set sizes and which of *its own* rows are in the intersection. The server
-learns the same for its labels file, the sizes of every sub-intersection (how many IDs each
-group of holders shares, from matching fully blinded lists) and, for each of its own IDs,
-which parties hold it (it knows the order of its own list), but no ID it does not hold
-itself: testing a guess ``x`` needs ``(k_0 ... k_M) H(x)``, that is every holder's key.
+group): a party sees only the server's list, blinded by the server's key, so it learns the
+server's set size and which of *its own* rows are in the intersection. The server learns each
+party's set size and, for each of its own IDs, which parties hold it (matching ``k_0 k_i H``
+of both lists), but nothing of an ID it does not hold: two parties' lists carry different keys
+(``k_0 k_i`` and ``k_0 k_j``), so they cannot be compared, and testing a guess ``x`` needs
+``k_i H(x)``, that is party ``i``'s key.
 """
 
 from __future__ import annotations
@@ -279,18 +280,39 @@ class PsiHolder:
         return np.array(rows, dtype=np.int64)
 
 
-def intersect(lists: Sequence[bytes]) -> list[npt.NDArray[np.int64]]:
-    """For each fully blinded list, the ascending positions of the elements every list holds.
+def intersect_with_server(
+    own: Sequence[bytes], theirs: Sequence[bytes]
+) -> list[npt.NDArray[np.int64]]:
+    """The positions of the IDs that every holder has: in the server's list, then in each party's.
+
+    Args:
+        own: Per party ``i`` (in order), the server's list as party ``i`` blinded it
+            (``k_i k_0 H(S_0)``, in the server's order).
+        theirs: Per party ``i``, its list as the server blinded it (``k_0 k_i H(S_i)``, in
+            party ``i``'s order).
+
+    Returns:
+        ``[server positions, party 1's positions, ...]``, each ascending.
 
     Raises:
         WireError: if a list repeats an element (distinct IDs cannot collide in practice).
     """
-    positions = []
-    for holder, points in enumerate(lists):
-        elements = split_points(points)
-        index = {point: i for i, point in enumerate(elements)}
-        if len(index) != len(elements):
-            raise WireError(f"holder {holder}'s fully blinded list repeats an element")
-        positions.append(index)
-    common = set.intersection(*(set(index) for index in positions))
-    return [np.array(sorted(index[p] for p in common), dtype=np.int64) for index in positions]
+    matches = []
+    for party, (server_list, party_list) in enumerate(zip(own, theirs, strict=True), start=1):
+        index = _index(party_list, f"party {party}'s list, blinded by the server,")
+        _index(server_list, f"the server's list, blinded by party {party},")
+        elements = split_points(server_list)
+        matches.append({at: index[point] for at, point in enumerate(elements) if point in index})
+    common = sorted(set.intersection(*(set(match) for match in matches))) if matches else []
+    positions = [np.array(common, dtype=np.int64)]
+    for match in matches:
+        positions.append(np.array(sorted(match[at] for at in common), dtype=np.int64))
+    return positions
+
+
+def _index(points: bytes, what: str) -> dict[bytes, int]:
+    elements = split_points(points)
+    index = {point: at for at, point in enumerate(elements)}
+    if len(index) != len(elements):
+        raise WireError(f"{what} repeats an element")
+    return index
