@@ -4,14 +4,15 @@ For each size N in ``--sizes``, the server and ``--parties`` parties each hold N
 them shared by all (drawn from 1.25 N), in their own random orders. Alignment runs through the
 server's relay to in-process party runtimes, every message encoded and decoded as over the
 network (``LocalControl``): one process does every holder's work one after another, so the
-time is the protocol's whole CPU cost; in a deployment each holder works on its own machine
-and the wall time is about ``1 / (parties + 1)`` of it per step. It reports the median over
+time is about the protocol's whole CPU cost (the server's share runs in a thread beside the
+parties', and each list's work in threads over the cores); in a deployment each holder works
+on its own machine, and the server's share is the longest. It reports the median over
 ``--repeats`` runs (``--repeats-large`` for N >= 1,000,000: one run by default, slow) of:
 
 - ``align_s``: the whole alignment; ``us_per_id``: divided by N; ``s_per_10k``: per 10,000 IDs;
 - ``hash_us`` / ``blind_us``: one holder's ``H(x)`` and one scalar multiplication per element
   (over the first 10,000 IDs), the two costs every list is made of: each holder hashes its N
-  IDs once and blinds ``parties + 1`` lists of N;
+  IDs once; each party blinds 2 lists of N, the server ``parties + 1``;
 - ``threads``: threads per holder (``VFL_PSI_THREADS``, default: the usable cores).
 
     .venv/bin/python bench/bench_psi.py [--sizes 10000 100000 1000000] [--parties 3]
