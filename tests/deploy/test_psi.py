@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from nacl import bindings
 
 from vfl.deploy.alignment import Alignment, align
 from vfl.deploy.control import LocalControl
@@ -18,6 +19,7 @@ from vfl.deploy.party import PartyRuntime
 from vfl.deploy.psi import (
     FIELD_PRIME,
     PsiHolder,
+    _edwards_sum,
     blind,
     first_invalid,
     hash_to_group,
@@ -221,3 +223,25 @@ def test_alignment_through_the_relay_uses_the_intersection_and_hides_other_ids(
 
 def test_ids_are_compared_by_their_text() -> None:
     assert id_bytes(np.array([7, 42])) == id_bytes(np.array(["7", "42"]))
+
+
+@settings(max_examples=10, deadline=None)
+@given(value=st.binary(min_size=1, max_size=40))
+def test_the_hash_is_the_edwards_sum_written_as_its_curve25519_u_coordinate(value: bytes) -> None:
+    # Prepare: the Edwards point the hash adds up, and a key
+    edwards = _edwards_sum(value)
+    key = new_scalar()
+
+    def u_of(point: bytes) -> bytes:
+        y = int.from_bytes(point, "little") & ((1 << 255) - 1)
+        u = (1 + y) * pow(1 - y, -1, FIELD_PRIME) % FIELD_PRIME
+        return u.to_bytes(32, "little")
+
+    # Execute: X25519 on the u-coordinate, and edwards25519's own (clamping) multiplication
+    montgomery = blind(hash_to_group(value), key)
+    twisted = bindings.crypto_scalarmult_ed25519(key, edwards)
+
+    # Assert: the same point, so blinding is the group operation of the Edwards hash
+    assert hash_to_group(value) == u_of(edwards)
+    assert montgomery == u_of(twisted)
+    assert montgomery != hash_to_group(value)  # control: blinding changed the element
