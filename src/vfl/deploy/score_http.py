@@ -20,6 +20,7 @@ import logging
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -166,11 +167,9 @@ def _bound(host: str, port: int) -> socket.socket:
 
 
 def _wait_started(server: uvicorn.Server, thread: threading.Thread) -> None:
-    deadline = threading.Event()
-    for _ in range(int(START_TIMEOUT_S / 0.01)):
-        if server.started:
-            return
-        if not thread.is_alive():
-            break
-        deadline.wait(0.01)
-    raise ConfigError("the HTTP scoring endpoint did not start (see the log above)")
+    """Return once uvicorn serves; raise if its thread ends first or it takes too long."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise ConfigError("the HTTP scoring endpoint did not start (see the log above)")
+        time.sleep(0.01)
