@@ -12,7 +12,7 @@ venv: $(STAMP)
 
 # torch is pinned on the same pip command line as everything that depends on it, so pip never
 # resolves an unpinned (multi-GB CUDA) build. The lock holds every package of every extra
-# (deploy, plots, ray, fast, dev): `make` always installs them all.
+# (deploy, plots, ray, fast, tracking, dev): `make` always installs them all.
 $(STAMP): pyproject.toml requirements/lock.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "vfl needs Python >= 3.11"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -39,7 +39,7 @@ from vfl.cli import main as vfl_main
 from vfl.data.adult import read_adult_file
 from vfl.data.fetch import data_dir
 from vfl.deploy.certs import create_test_pki
-from vfl.deploy.score_api import ScoringClient
+from vfl.deploy.score_client import ScoringClient
 from vfl.run.bundles import BUNDLE
 from vfl.run.predict import Model
 from vfl.transport.security import PartyTls

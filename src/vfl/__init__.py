@@ -45,6 +45,7 @@ _EXPORTS = {
     "Predictions": "vfl.run.predict",
     "load_model": "vfl.run.predict",
     "predict": "vfl.serving.batch",
+    "export": "vfl.run.export",
     "fit": "vfl.run.fit",
     "train": "vfl.run.runner",
 }

@@ -16,7 +16,7 @@ from typing import Any
 
 from vfl.config import load_config
 from vfl.deploy.cli import register as register_deploy
-from vfl.errors import ConfigError, VflError
+from vfl.errors import ConfigError, SomeWorkFailed, VflError
 from vfl.experiments.cli import register as register_experiments
 from vfl.privacy.cli import register as register_privacy
 from vfl.results.files import check_new, failure_line, saved_traceback
@@ -28,6 +28,9 @@ EXTRAS = {
     "nacl": "deploy",
     "matplotlib": "plots",
     "ray": "ray",
+    "tensorboard": "tracking",
+    "starlette": "deploy",
+    "uvicorn": "deploy",
 }
 """Optional dependencies by top-level module, and the extra that installs each."""
 EXPECTED = (VflError, OSError)
@@ -42,6 +45,9 @@ UNDECODABLE = (
 """A file that is not what it should be, found where no layer below named it: one line that
 says where the traceback (which names the file) was saved, 2."""
 USER_ERROR, INTERNAL_ERROR, INTERRUPTED = 2, 1, 130
+SOME_FAILED = 4
+"""Exit status when the command ran but part of the requested work failed (``SomeWorkFailed``:
+``vfl score`` with an ID that was not scored)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,6 +74,9 @@ def _main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("vfl: interrupted", file=sys.stderr)
         return INTERRUPTED
+    except SomeWorkFailed as error:
+        print(f"vfl: {error}", file=sys.stderr)
+        return SOME_FAILED
     except EXPECTED as error:
         print(f"vfl: error: {failure_line(error)}", file=sys.stderr)
         return USER_ERROR

@@ -45,6 +45,14 @@ class PrivacyBudgetExhausted(VflError, RuntimeError):
     """A party refuses a release that would spend more than its own privacy budget."""
 
 
+class SomeWorkFailed(VflError, RuntimeError):
+    """The command ran, and part of what it was asked for failed (named in the message).
+
+    The command line exits with its own status (``vfl.cli.SOME_FAILED``), so that a script can
+    tell it from success and from refused input.
+    """
+
+
 DIVERGED_HINT = (
     "training diverged; lower train.optimizer.lr, use fewer protocol.local_steps or more"
     " compression bits"

@@ -10,6 +10,8 @@ import pytest
 
 from tests.deploy.scenario import make_scenario, run_launch
 from vfl.cli import main
+from vfl.deploy.port_file import read_port, wait_for_port
+from vfl.errors import ProtocolError
 from vfl.transport.security import token_digest
 
 
@@ -207,3 +209,54 @@ def test_a_server_run_that_fails_says_so_in_its_folder(
     assert status == 2
     assert "holder0-train.csv" in (run_dir / "error.txt").read_text()
     assert "holder0-train.csv" in capsys.readouterr().err
+
+
+def test_a_party_dials_either_an_address_or_a_port_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    scenario = make_scenario(tmp_path)
+    toml = str(scenario.party_tomls[1])
+    both = ["--server", "127.0.0.1:5000", "--server-port-file", str(tmp_path / "port")]
+
+    # Execute
+    status = main(["party", "--config", toml, *both])
+
+    # Assert: refused before anything is dialed or written
+    assert status == 2
+    assert "give one of --server and --server-port-file" in capsys.readouterr().err
+    assert not scenario.state_dir(1).exists()
+
+
+def test_a_port_file_is_read_once_it_is_complete(tmp_path: Path) -> None:
+    # Prepare
+    path = tmp_path / "server.port"
+
+    # Execute / Assert: absent, cut short, then whole
+    assert read_port(path) is None
+    path.write_text("512")
+    assert read_port(path) is None
+    path.write_text("51234\n")
+    assert read_port(path) == 51234 == wait_for_port(path, 1.0)
+
+
+def test_waiting_for_a_port_that_never_comes_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(
+        ProtocolError, match=r"no server port appeared in .*server.port within 0.1 s"
+    ):
+        wait_for_port(tmp_path / "server.port", 0.1)
+
+
+def test_serve_refuses_an_http_port_out_of_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    scenario = make_scenario(tmp_path)
+    args = ["--config", str(scenario.run_toml), "--model", str(tmp_path / "none")]
+
+    # Execute
+    status = main(["serve", *args, "--http-port", "70000"])
+
+    # Assert
+    assert status == 2
+    assert "--http-port 70000 is out of range; give 0..65535" in capsys.readouterr().err

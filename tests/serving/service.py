@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.serving.registry_runs import ROOT, Deployed
-from vfl.deploy.score_api import ScoringClient
+from vfl.deploy.score_client import ScoringClient
 from vfl.transport.security import PartyTls
 
 
@@ -85,13 +85,13 @@ class Service:
                 process.wait()
 
 
-def start_service(deployed: Deployed, *, wait_s: float = 3.0) -> Service:
-    """``vfl serve`` and every party, once the server listens."""
+def start_service(deployed: Deployed, *extra: str, wait_s: float = 3.0) -> Service:
+    """``vfl serve [EXTRA]`` and every party, once the server listens."""
     port_file = deployed.root / "serve.port"
     port_file.unlink(missing_ok=True)
     server = start(
         deployed, "serve", "serve", "--config", str(deployed.run_toml), "--model",
-        str(deployed.run_dir), "--port-file", str(port_file), f"--wait-s={wait_s}",
+        str(deployed.run_dir), "--port-file", str(port_file), f"--wait-s={wait_s}", *extra,
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while not port_file.exists() or not port_file.read_text().strip():

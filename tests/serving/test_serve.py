@@ -19,7 +19,7 @@ import pytest
 from tests.serving.registry_runs import PBM, Deployed, deployment_of, trained_run
 from tests.serving.service import Service, start_service
 from vfl.cli import main
-from vfl.deploy.score_api import call
+from vfl.deploy.score_client import call
 from vfl.errors import ProtocolError
 from vfl.transport.security import PartyTls
 

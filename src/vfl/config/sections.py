@@ -284,9 +284,13 @@ class OutputConfig(Section):
         progress: Show a progress bar.
         bundle: At the end of training, export every role's model bundle into
             ``RUN_DIR/bundle/`` (for ``vfl predict``, ``vfl serve`` and ``vfl.load_model``).
+        tensorboard: Also write every ``metrics.jsonl`` record as TensorBoard scalars into
+            ``RUN_DIR/tensorboard/`` (step: the round; needs the ``vfl[tracking]`` extra);
+            view with ``tensorboard --logdir runs``.
     """
 
     dir: str = "runs"
     name: str = ""
     progress: bool = True
     bundle: bool = True
+    tensorboard: bool = False

@@ -1,25 +1,30 @@
 """The server's side of alignment: run the PSI of ``vfl.deploy.psi`` over the control channel.
 
-Holders are the server (index 0, its labels file) and the parties in ascending id order. Each
-list visits every other holder once, in ``M`` relay steps: at step ``t`` the list owned by
-holder ``i`` is blinded by holder ``(i + t) mod (M + 1)``, so every party works on exactly one
-list per step, in parallel. The server relays every list and blinds those that reach it.
+Holders are the server (its labels file) and the parties. Two exchanges per split, each with
+every party at once, the server doing its own share while the parties do theirs:
 
-Every list a party returns is checked before it is relayed: whole 32-byte elements, as many as
-were sent, none repeated (blinding distinct IDs never repeats one). Whether every element is a
-point of the group is checked when the list is blinded next (libsodium refuses other bytes);
-when that fails, the server checks the list itself, so that the error names the party that
-produced it rather than the one that tried to blind it. The lists a party blinds last are
-checked in full before the intersection.
+1. every party sends its own list ``k_i H(S_i)``; meanwhile the server makes ``k_0 H(S_0)``;
+2. every party blinds the server's list into ``k_i k_0 H(S_0)`` (in the server's order);
+   meanwhile the server blinds each party's list into ``k_0 k_i H(S_i)`` (in that party's
+   order).
+
+The server then matches, per party, its own list against that party's, and keeps the IDs that
+every party holds (``vfl.deploy.psi.intersect_with_server``). Every list a party returns is
+checked as soon as it arrives: whole 32-byte elements, as many as were sent, none repeated
+(blinding distinct IDs never repeats one), each a valid element of the group; the error names
+the party that sent it.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -39,11 +44,13 @@ from vfl.deploy.psi import (
     PsiHolder,
     first_invalid,
     first_repeat,
-    intersect,
+    intersect_with_server,
 )
 from vfl.errors import DataError, WireError
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -117,18 +124,17 @@ def _align_split(
 ) -> npt.NDArray[np.int64]:
     server = PsiHolder(id_bytes(ids), rng=rng)
     parties = channel.party_ids
-    starts = ask(
-        channel, {p: PsiStartRequest(round=0, split=split) for p in parties}, PsiPointsReply
-    )
-    owners = [0, *parties]
-    lists = {0: server.start(), **{p: _checked(p, reply.points) for p, reply in starts.items()}}
-    made_by = {owner: owner for owner in owners}  # the holder that produced each list last
-    for step in range(1, len(owners)):
-        _relay(channel, split, owners, step, lists, made_by, server)
-    for owner, maker in made_by.items():
-        if maker != 0:
-            _require_points(maker, lists[owner])
-    shared = intersect([lists[owner] for owner in owners])
+    starts = {p: PsiStartRequest(round=0, split=split) for p in parties}
+    with _meanwhile(server.start) as made:
+        sent = ask(channel, starts, PsiPointsReply)
+    party_lists = {p: _checked(p, reply.points) for p, reply in sent.items()}
+    own = made.result()
+    requests = {p: PsiBlindRequest(round=0, split=split, points=own) for p in parties}
+    with _meanwhile(lambda: {p: server.blind(party_lists[p]) for p in parties}) as blinding:
+        replies = ask(channel, requests, PsiPointsReply)
+    count = len(own) // POINT_BYTES
+    by_party = [_checked(p, replies[p].points, sent=count) for p in parties]
+    shared = intersect_with_server(by_party, [blinding.result()[p] for p in parties])
     results = {
         p: PsiResultRequest(
             round=0, split=split, order=torch.from_numpy(positions), alignment=alignment_id
@@ -139,40 +145,19 @@ def _align_split(
     return server.rows(shared[0])
 
 
-def _relay(
-    channel: ControlChannel,
-    split: int,
-    owners: list[int],
-    step: int,
-    lists: dict[int, bytes],
-    made_by: dict[int, int],
-    server: PsiHolder,
-) -> None:
-    """One relay step: every list is blinded by the holder ``step`` places after its owner."""
-    relay: dict[int, int] = {}  # holder -> owner of the list it blinds
-    for i, owner in enumerate(owners):
-        holder = owners[(i + step) % len(owners)]
-        if holder != 0:
-            relay[holder] = owner
-            continue
-        try:
-            lists[owner] = server.blind(lists[owner])
-        except WireError:
-            _require_points(made_by[owner], lists[owner])
-            raise
-        made_by[owner] = 0
-    requests = {h: PsiBlindRequest(round=0, split=split, points=lists[o]) for h, o in relay.items()}
-    exchange = channel.control(requests)
-    for holder in exchange.failures:
-        _require_points(made_by[relay[holder]], lists[relay[holder]])
-    for holder, reply in exchange.replies_of(PsiPointsReply).items():
-        owner = relay[holder]
-        lists[owner] = _checked(holder, reply.points, sent=len(lists[owner]) // POINT_BYTES)
-        made_by[owner] = holder
+@contextmanager
+def _meanwhile(work: Callable[[], T]) -> Iterator[Future[T]]:
+    """Run ``work`` in a thread while the block waits for the parties (its result: ``.result()``).
+
+    libsodium releases Python's interpreter lock, so the server's share of the blinding runs
+    while the control channel waits for the parties' replies.
+    """
+    with ThreadPoolExecutor(1, thread_name_prefix="vfl-psi-server") as pool:
+        yield pool.submit(work)
 
 
 def _checked(party: int, points: bytes, *, sent: int | None = None) -> bytes:
-    """``points`` from ``party``, once they are whole elements, as many as sent, none repeated.
+    """``points`` from ``party``, once they are valid elements, as many as sent, none repeated.
 
     Raises:
         WireError: naming the party and what is wrong with its list.
@@ -188,6 +173,12 @@ def _checked(party: int, points: bytes, *, sent: int | None = None) -> bytes:
             f"party {party} returned {count} PSI elements for a list of {sent}; blinding keeps"
             " every element"
         )
+    index = first_invalid(points)
+    if index is not None:
+        raise WireError(
+            f"party {party} sent a malformed PSI list: element {index} of {count} is not a"
+            " point of the prime-order group"
+        )
     repeat = first_repeat(points)
     if repeat is not None:
         raise WireError(
@@ -195,13 +186,3 @@ def _checked(party: int, points: bytes, *, sent: int | None = None) -> bytes:
             f" of {count} are equal, which blinded distinct IDs never are"
         )
     return points
-
-
-def _require_points(party: int, points: bytes) -> None:
-    """Raise ``WireError`` naming ``party`` unless every element is a point of the group."""
-    index = first_invalid(points)
-    if index is not None:
-        raise WireError(
-            f"party {party} sent a malformed PSI list: element {index} of"
-            f" {len(points) // POINT_BYTES} is not a point of the prime-order group"
-        )

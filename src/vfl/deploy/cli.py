@@ -12,9 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vfl.errors import ConfigError
+from vfl.errors import ConfigError, SomeWorkFailed
+from vfl.transport.address import MAX_PORT
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+PORT_WAIT_S = 600.0
+"""How long a party started with ``--server-port-file`` waits for the server to listen."""
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,6 +35,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     party.add_argument("--config", type=Path, required=True, help="PARTY.toml")
     party.add_argument("--resume", action="store_true", help="continue with the state_dir's run")
     party.add_argument("--server", default="", help="dial this host:port instead of the config's")
+    party.add_argument(
+        "--server-port-file",
+        type=Path,
+        help="dial 127.0.0.1 at the port a local server writes here (vfl launch)",
+    )
     _prediction(party, party=True)
     _overrides(party)
     party.set_defaults(handler=_party)
@@ -56,6 +64,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=5.0,
         help="how long a request waits for a party that is not connected (default: 5)",
     )
+    serve.add_argument(
+        "--http-port",
+        type=int,
+        help="also answer POST /v1/score (JSON) over HTTPS on this port (0: a free one)",
+    )
+    serve.add_argument("--http-port-file", type=Path, help="write the HTTP port here")
     _overrides(serve)
     serve.set_defaults(handler=_serve)
 
@@ -183,13 +197,28 @@ def _party(args: argparse.Namespace) -> int:
         if args.resume or (args.predict and args.serve):
             raise ConfigError("give one of --predict, --serve and --resume")
         run_model_party(
-            config, serve=args.serve, data=args.data, model=args.model, server=args.server
+            config, serve=args.serve, data=args.data, model=args.model, server=_dial(args)
         )
         return 0
     from vfl.deploy.party import run_party
 
-    run_party(config, resume=args.resume, server=args.server)
+    run_party(config, resume=args.resume, server=_dial(args))
     return 0
+
+
+def _dial(args: argparse.Namespace) -> str:
+    """The ``--server`` address, or the local one whose port ``--server-port-file`` gives.
+
+    Waiting comes after the party's modules are loaded, so that they load while the server
+    starts.
+    """
+    if args.server_port_file is None:
+        return str(args.server)
+    from vfl.deploy.port_file import wait_for_port
+
+    if args.server:
+        raise ConfigError("give one of --server and --server-port-file")
+    return f"127.0.0.1:{wait_for_port(args.server_port_file, PORT_WAIT_S)}"
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -198,13 +227,23 @@ def _serve(args: argparse.Namespace) -> int:
 
     _log_to_stderr()
     config, deployment = load_run_config(args.config, args.overrides)
-    serve(config, deployment, args.model, port_file=args.port_file, wait_s=args.wait_s)
+    if args.http_port is not None and not 0 <= args.http_port <= MAX_PORT:
+        raise ConfigError(f"--http-port {args.http_port} is out of range; give 0..{MAX_PORT}")
+    serve(
+        config,
+        deployment,
+        args.model,
+        port_file=args.port_file,
+        wait_s=args.wait_s,
+        http_port=args.http_port,
+        http_port_file=args.http_port_file,
+    )
     return 0
 
 
 def _score(args: argparse.Namespace) -> int:
     from vfl.deploy.config import PartyTlsConfig
-    from vfl.deploy.score_api import score_ids
+    from vfl.deploy.score_client import score_ids, unscored
     from vfl.deploy.tls import party_tls
 
     tls = party_tls(
@@ -212,6 +251,11 @@ def _score(args: argparse.Namespace) -> int:
     )
     answer = score_ids(args.address, args.ids, tls, timeout_s=args.timeout_s)
     print(json.dumps(answer, indent=2))
+    failed = unscored(answer)
+    if failed:
+        shown = ", ".join(f"{entry['id']} ({entry['error']})" for entry in failed[:3])
+        more = f" and {len(failed) - 3} more" if len(failed) > 3 else ""
+        raise SomeWorkFailed(f"{len(failed)} of {len(args.ids)} IDs were not scored: {shown}{more}")
     return 0
 
 

@@ -19,7 +19,7 @@ from vfl.config.fields import NonEmpty, Range
 from vfl.config.io import FieldError, check, from_mapping, merge, parse_overrides, read_toml
 from vfl.config.section import Section, rule
 from vfl.errors import ConfigError
-from vfl.transport.link import split_address
+from vfl.transport.address import split_address
 from vfl.transport.retry import RetryPolicy
 from vfl.transport.security import PartyCredential
 

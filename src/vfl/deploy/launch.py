@@ -5,9 +5,10 @@ Each process is ``vfl server|party ...`` (run as ``python -m vfl.cli``) with its
 as ``vfl run`` prints them) is also copied to this process's standard output as it comes.
 Unless ``OMP_NUM_THREADS`` is set, each process gets an equal share of the cores for torch's
 thread pool: more busy OpenMP threads than cores make training many times slower. The server
-listens on a free loopback port that it reports through a file; the parties are then started
-with that address. If any process fails, the others are stopped and the failure is reported
-with the end of its log.
+listens on a free loopback port that it reports through a file; the parties start at the same
+time (their imports and tables load while the server's do) and dial the port once it is
+written (``vfl party --server-port-file``). If any process fails, the others are stopped and
+the failure is reported with the end of its log.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from vfl.deploy.config import load_run_config
+from vfl.deploy.port_file import read_port
 from vfl.errors import ConfigError, ProtocolError
-from vfl.run.runner import default_run_dir
+from vfl.run.folders import default_run_dir
 
 log = logging.getLogger(__name__)
 
@@ -116,11 +118,11 @@ def launch(
     processes = [_start(f"{prefix}server", server_command, logs, env, echo=True)]
     previous = _stop_on_sigterm()
     try:
-        port = _wait_for_port(port_file, processes[0], start_timeout_s)
-        for party in deployment.parties:
-            args = ["party", "--config", party.config, "--server", f"127.0.0.1:{port}"]
+        for party in deployment.parties:  # they load while the server starts, then dial it
+            args = ["party", "--config", party.config, "--server-port-file", str(port_file)]
             command = [python, "-m", "vfl.cli", *args, *party_mode]
             processes.append(_start(f"{prefix}party-{party.id}", command, logs, env))
+        _wait_for_port(port_file, processes[0], start_timeout_s)
         _supervise(processes)
     finally:
         _stop(processes)
@@ -182,8 +184,9 @@ def _relay(source: IO[bytes], log_file: IO[bytes]) -> None:
 def _wait_for_port(port_file: Path, server: _Process, timeout_s: float) -> int:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if port_file.exists() and port_file.read_text().strip():
-            return int(port_file.read_text())
+        port = read_port(port_file)
+        if port is not None:
+            return port
         if server.popen.poll() is not None:
             raise _failure(server)
         time.sleep(POLL_S)

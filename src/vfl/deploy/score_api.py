@@ -1,7 +1,7 @@
 """The scoring API of ``vfl serve``: one gRPC method on the deployment's own server and port.
 
 ``/vfl.v1.Scoring/Score`` takes and returns UTF-8 JSON (no protobuf stubs needed, any gRPC
-client can call it)::
+client can call it; ``vfl.deploy.score_client`` is a client that loads no model code)::
 
     request:  {"ids": ["10", "11"]}
     reply:    {"classes": ["<=50K", ">50K"],
@@ -20,19 +20,15 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import grpc
 
 from vfl.deploy.certs import CLIENT_PREFIX
+from vfl.deploy.score_client import SERVICE
 from vfl.deploy.scoring import MAX_IDS, Scorer, as_json
-from vfl.errors import ConfigError, ProtocolError
-from vfl.transport.security import PartyTls
 
 log = logging.getLogger(__name__)
 
-SERVICE = "vfl.v1.Scoring"
-METHOD = f"/{SERVICE}/Score"
 MAX_REQUEST_BYTES = 4 * 2**20
 
 
@@ -97,60 +93,3 @@ def _check_caller(context: grpc.ServicerContext) -> None:
             f"scoring needs a client certificate naming {CLIENT_PREFIX}<name>; this one names"
             f" {names}",
         )
-
-
-def score_ids(
-    address: str, ids: Sequence[str | int], tls: PartyTls, *, timeout_s: float = 30.0
-) -> dict[str, Any]:
-    """Ask ``vfl serve`` at ``address`` to score ``ids``; its JSON answer.
-
-    Raises:
-        ProtocolError: with the service's status and one-line reason.
-    """
-    body = json.dumps({"ids": list(ids)}).encode()
-    answer: dict[str, Any] = json.loads(call(address, body, tls, timeout_s=timeout_s))
-    return answer
-
-
-def call(address: str, body: bytes, tls: PartyTls, *, timeout_s: float = 30.0) -> bytes:
-    """One raw call of the scoring method (``body``: the request's bytes).
-
-    Raises:
-        ProtocolError: with the service's status and one-line reason.
-    """
-    if timeout_s <= 0:
-        raise ConfigError(f"timeout_s must be > 0, got {timeout_s}")
-    options = [("grpc.max_receive_message_length", 64 * 2**20), *tls.options()]
-    with grpc.secure_channel(address, tls.credentials(), options=options) as channel:
-        method = channel.unary_unary(METHOD)
-        try:
-            reply: bytes = method(body, timeout=timeout_s)
-        except grpc.RpcError as error:
-            code = error.code().name if hasattr(error, "code") else "UNKNOWN"
-            details = error.details() if hasattr(error, "details") else str(error)
-            raise ProtocolError(f"scoring at {address} failed ({code}): {details}") from None
-    return reply
-
-
-class ScoringClient:
-    """A channel to ``vfl serve`` kept open for many calls (the benchmark's client).
-
-    Args:
-        address: The service's ``host:port``.
-        tls: The CA and a client certificate naming ``client-<name>``.
-    """
-
-    def __init__(self, address: str, tls: PartyTls) -> None:
-        options = [("grpc.max_receive_message_length", 64 * 2**20), *tls.options()]
-        self._channel = grpc.secure_channel(address, tls.credentials(), options=options)
-        self._method = self._channel.unary_unary(METHOD)
-
-    def score(self, ids: Sequence[str | int], *, timeout_s: float = 30.0) -> dict[str, Any]:
-        """The service's JSON answer for ``ids``."""
-        body = json.dumps({"ids": list(ids)}).encode()
-        answer: dict[str, Any] = json.loads(self._method(body, timeout=timeout_s))
-        return answer
-
-    def close(self) -> None:
-        """Close the channel."""
-        self._channel.close()

@@ -4,7 +4,8 @@ It listens where the deployment says, with the deployment's TLS (mutual TLS is r
 scoring API's callers are authenticated by their certificates) and the parties' tokens. Parties
 started with ``vfl party --serve`` connect with bundles of the same run (a bundle of another run
 is refused at connect) and keep their streams open; the scoring API is served on the same port
-(``vfl.deploy.score_api``). The service runs until it receives SIGTERM or SIGINT, then tells
+(``vfl.deploy.score_api``), and with ``--http-port`` over HTTP/JSON on a port of its own
+(``vfl.deploy.score_http``). The service runs until it receives SIGTERM or SIGINT, then tells
 the parties it is done.
 """
 
@@ -15,6 +16,7 @@ import signal
 import threading
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from vfl.config import RunConfig
 from vfl.deploy.config import DeploymentConfig
@@ -25,8 +27,12 @@ from vfl.deploy.tls import server_tls
 from vfl.errors import ConfigError
 from vfl.run import bundles
 from vfl.run.stages import use_threads
+from vfl.transport.address import split_address
 from vfl.transport.link import PartyUnavailableError
 from vfl.transport.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from vfl.deploy.score_http import HttpScoring
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +48,8 @@ def serve(
     port_file: Path | None = None,
     wait_s: float = 5.0,
     stop: threading.Event | None = None,
+    http_port: int | None = None,
+    http_port_file: Path | None = None,
 ) -> None:
     """Serve scoring requests with the model ``model_dir`` exported until ``stop`` is set.
 
@@ -52,6 +60,9 @@ def serve(
         port_file: Where to write the listening port.
         wait_s: How long a request waits for a party that is not connected.
         stop: Ends the service when set (default: SIGTERM or SIGINT).
+        http_port: Also serve the scoring API over HTTP/JSON on this port of the listening host
+            (0: a free port; ``vfl.deploy.score_http``).
+        http_port_file: Where to write the HTTP port.
 
     Raises:
         ConfigError: if the TLS is not mutual or a file is bad.
@@ -81,7 +92,10 @@ def serve(
     )
     scorer = Scorer(transport, bundle, wait_s=wait_s)
     scorers.append(scorer)
+    http = None
     try:
+        if http_port is not None:
+            http = _start_http(scorers, bundle.classes, deployment, http_port, http_port_file)
         if port_file is not None:
             port_file.write_text(f"{transport.port}\n")
         log.info("scoring with the model of %s on port %d", model_dir, transport.port)
@@ -94,9 +108,27 @@ def serve(
         stop.wait()
         log.info("stopping the scoring service")
     finally:
+        if http is not None:
+            http.stop()
         scorer.close()
         scorer.shut_down_parties()
         transport.close()
+
+
+def _start_http(
+    scorers: list[Scorer],
+    classes: tuple[str, ...],
+    deployment: DeploymentConfig,
+    port: int,
+    port_file: Path | None,
+) -> HttpScoring:
+    from vfl.deploy.score_http import start_http  # Starlette and uvicorn only when asked for
+
+    host, _ = split_address(deployment.listen, listen=True)
+    http = start_http(scorers, classes, deployment.tls, host=host, port=port)
+    if port_file is not None:
+        port_file.write_text(f"{http.port}\n")
+    return http
 
 
 def _prepare_when_connected(scorer: Scorer, timeout_s: float) -> None:

@@ -24,7 +24,7 @@ import os
 import traceback
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from vfl.errors import ConfigError, VflError
 
@@ -59,6 +59,22 @@ class RunFileError(VflError):
     """A file of a run directory is unreadable or corrupt; the message names it."""
 
 
+class MetricsSink(Protocol):
+    """Another place that every ``metrics.jsonl`` record goes to (``vfl.results.tensorboard``)."""
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Take one evaluation record, as written to ``metrics.jsonl``."""
+        ...
+
+    def truncate(self, rounds: int) -> None:
+        """Forget records of rounds after ``rounds`` (a resume from a checkpoint)."""
+        ...
+
+    def close(self) -> None:
+        """Finish writing."""
+        ...
+
+
 class RunDirectory:
     """Reads and writes the files of one run.
 
@@ -69,6 +85,13 @@ class RunDirectory:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
+        self.sinks: list[MetricsSink] = []  # also get every record (TensorBoard)
+
+    def close_sinks(self) -> None:
+        """Close every sink (their files are complete) and forget them."""
+        for sink in self.sinks:
+            sink.close()
+        self.sinks.clear()
 
     def file(self, name: str) -> Path:
         """Path of a file inside the run directory."""
@@ -85,6 +108,8 @@ class RunDirectory:
         """Append one evaluation record to ``metrics.jsonl``."""
         with self.file(METRICS).open("a") as handle:
             handle.write(json.dumps(record, sort_keys=False) + "\n")
+        for sink in self.sinks:
+            sink.write(record)
 
     def read_metrics(self) -> list[dict[str, Any]]:
         """All records of ``metrics.jsonl`` (empty if none yet).
@@ -102,6 +127,8 @@ class RunDirectory:
         """
         kept = [r for r in self._metrics(drop_cut_last_line=True) if int(r["round"]) <= rounds]
         self.write_text(METRICS, "".join(json.dumps(r) + "\n" for r in kept))
+        for sink in self.sinks:
+            sink.truncate(rounds)
 
     def _metrics(self, *, drop_cut_last_line: bool) -> list[dict[str, Any]]:
         path = self.file(METRICS)

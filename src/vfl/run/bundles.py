@@ -53,6 +53,8 @@ CONFIG = "config.toml"
 WEIGHTS = "weights.safetensors"
 PREPROCESSING = "preprocessing.json"
 SERVER = "server"
+MODULES_CONFIG, MODULES_GIVEN = "config", "given"
+"""How a bundle's models are rebuilt: from its config, or the user passes their own modules."""
 
 
 def party_folder(party: int) -> str:
@@ -133,8 +135,13 @@ def export_party(
     *,
     run_fingerprint: str,
     preprocessing: dict[str, Any],
+    modules: str = MODULES_CONFIG,
 ) -> Path:
-    """Write ``party``'s bundle into ``folder / party-<id>``; returns that folder."""
+    """Write ``party``'s bundle into ``folder / party-<id>``; returns that folder.
+
+    ``modules``: ``"config"`` (the model is rebuilt from the config at load) or ``"given"``
+    (the user's own module: the loader passes one of the same architecture).
+    """
     target = folder / party_folder(party.party_id)
     lightweight = party.options.lightweight
     pruner = None if lightweight is None or lightweight.pruner is None else lightweight.pruner
@@ -145,6 +152,7 @@ def export_party(
         "fingerprint": run_fingerprint,
         "block_shape": list(party.features[0].shape[1:]),
         "pruner": None if pruner is None else pruner.state_dict(),
+        "modules": modules,
     }
     _write(target, manifest, shared_config(config), party.model)
     (target / PREPROCESSING).write_text(json.dumps(preprocessing, indent=2) + "\n")
@@ -158,6 +166,7 @@ def export_server(
     *,
     run_fingerprint: str,
     classes: tuple[str, ...],
+    modules: str = MODULES_CONFIG,
 ) -> Path:
     """Write the server's bundle into ``folder / server``; returns that folder."""
     target = folder / SERVER
@@ -167,21 +176,32 @@ def export_server(
         "fingerprint": run_fingerprint,
         "classes": list(classes),
         "widths": {str(p): w for p, w in server.embedding_dims.items()},
+        "modules": modules,
     }
     _write(target, manifest, config, server.head)
     return target
 
 
-def load_party(folder: Path) -> PartyBundle:
+def load_party(folder: Path, module: nn.Module | None = None) -> PartyBundle:
     """A party bundle, its bottom model rebuilt from its config and its weights loaded.
 
+    Args:
+        folder: The bundle's folder.
+        module: For a bundle of the user's own modules (``vfl.export``): a module of the same
+            architecture, into which the weights are loaded.
+
     Raises:
-        DataError: naming the file that is missing or not what a bundle holds.
+        DataError: naming the file that is missing or not what a bundle holds, or a bundle of
+            the user's own modules loaded without one.
     """
     manifest, config = _read(folder, "party")
-    models = ConfigModels(config)
     shape = tuple(int(size) for size in manifest["block_shape"])
-    model = models.bottom(int(manifest["party"]), torch.zeros((1, *shape)))
+    party = int(manifest["party"])
+    if _given(manifest, folder, module, f"party {party}'s bottom"):
+        assert module is not None
+        model = module
+    else:
+        model = ConfigModels(config).bottom(party, torch.zeros((1, *shape)))
     if manifest.get("pruner") is not None:
         pruner = ProgressivePruner.for_model(model)
         pruner.load_state_dict(manifest["pruner"])
@@ -193,20 +213,43 @@ def load_party(folder: Path) -> PartyBundle:
     )
 
 
-def load_server(folder: Path) -> ServerBundle:
+def load_server(folder: Path, module: nn.Module | None = None) -> ServerBundle:
     """The server bundle, its head rebuilt from its config and its weights loaded.
 
+    Args:
+        folder: The bundle's folder.
+        module: For a bundle of the user's own modules (``vfl.export``): a head of the same
+            architecture, into which the weights are loaded.
+
     Raises:
-        DataError: naming the file that is missing or not what a bundle holds.
+        DataError: naming the file that is missing or not what a bundle holds, or a bundle of
+            the user's own modules loaded without one.
     """
     manifest, config = _read(folder, "server")
     classes = tuple(str(c) for c in manifest["classes"])
     widths = {int(p): int(w) for p, w in manifest["widths"].items()}
-    head = ConfigModels(config).head(
-        list(dict(sorted(widths.items())).values()), Task(len(classes))
-    )
+    if _given(manifest, folder, module, "the head"):
+        assert module is not None
+        head = module
+    else:
+        head = ConfigModels(config).head(
+            list(dict(sorted(widths.items())).values()), Task(len(classes))
+        )
     _load_weights(folder, head)
     return ServerBundle(str(manifest["fingerprint"]), config, head, classes, widths)
+
+
+def _given(manifest: dict[str, Any], folder: Path, module: nn.Module | None, what: str) -> bool:
+    """Whether the bundle holds the user's own module (then ``module`` is required)."""
+    if manifest.get("modules", MODULES_CONFIG) != MODULES_GIVEN:
+        return False
+    if module is None:
+        raise DataError(
+            f"{folder} holds the weights of your own module ({what}, exported by vfl.export):"
+            " pass modules of the same architecture, vfl.load_model(RUN_DIR, bottoms=[...],"
+            " head=...)"
+        )
+    return True
 
 
 def preprocessing_of(view: PartyView, encoder: TableEncoder | None) -> dict[str, Any]:

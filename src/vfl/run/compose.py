@@ -210,7 +210,9 @@ def build_session(
     blueprint.warn_of_risks()
     config = blueprint.config
     if config.protocol.mode == "centralized":
-        return _centralized(blueprint, data)
+        centralized = _centralized(blueprint, data)
+        centralized.config = config
+        return centralized
     _check_parties(config, data.num_parties)
     bottoms = {
         party: blueprint.models.bottom(party, block)
@@ -248,7 +250,9 @@ def build_session(
     loop = build_loop(blueprint, server, transport)
     if isinstance(transport, ObservingTransport):
         transport.bind(loop)
-    return Session(loop, LocalParties(parties))
+    session = Session(loop, LocalParties(parties))
+    session.config = config
+    return session
 
 
 def attach_active_party(party: Party, server: Server) -> None:

@@ -52,13 +52,26 @@ class Predictions:
         """The most probable class index of each row."""
         return np.asarray(self.probabilities.argmax(axis=1), dtype=np.int64)
 
+    @property
+    def labels(self) -> npt.NDArray[np.str_]:
+        """The most probable class name of each row."""
+        return np.asarray(self.classes)[self.predicted]
+
     def to_frame(self) -> pd.DataFrame:
         """``id``, ``predicted`` (class name) and ``probability_<class>`` columns, one row each."""
-        names = np.asarray(self.classes)[self.predicted]
-        frame = pd.DataFrame({"id": self.ids, "predicted": names})
+        frame = pd.DataFrame({"id": self.ids, "predicted": self.labels})
         for index, name in enumerate(self.classes):
             frame[f"probability_{name}"] = self.probabilities[:, index]
         return frame
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Every party's block of some rows, their IDs and, if known, their labels."""
+
+    blocks: list[torch.Tensor]
+    ids: npt.NDArray[Any]
+    labels: torch.Tensor | None
 
 
 class BundleModels:
@@ -113,8 +126,20 @@ class Model:
         self.parties = dict(sorted(parties.items()))
 
     @classmethod
-    def load(cls, run_dir: Path) -> Model:
+    def load(
+        cls,
+        run_dir: Path | str,
+        *,
+        bottoms: Sequence[nn.Module] | None = None,
+        head: nn.Module | None = None,
+    ) -> Model:
         """The model a run exported into ``run_dir / bundle``.
+
+        Args:
+            run_dir: The run's directory (``bundle/`` inside).
+            bottoms: For a model of your own modules (``vfl.export``): one bottom per party, in
+                party order, of the architecture trained; the weights are loaded into them.
+            head: Likewise, the head.
 
         Raises:
             DataError: naming a bundle file that is missing or malformed.
@@ -122,8 +147,17 @@ class Model:
         folder = Path(run_dir) / bundles.BUNDLE
         if not folder.is_dir():
             raise DataError(f"{folder} does not exist: the run exported no model bundles")
-        server = bundles.load_server(folder / bundles.SERVER)
-        parties = {p: bundles.load_party(folder / bundles.party_folder(p)) for p in server.widths}
+        server = bundles.load_server(folder / bundles.SERVER, head)
+        if bottoms is not None and len(bottoms) != len(server.widths):
+            raise ConfigError(
+                f"got {len(bottoms)} bottom models for the {len(server.widths)} parties of"
+                f" {run_dir}"
+            )
+        given = dict(zip(sorted(server.widths), bottoms or (), strict=False))
+        parties = {
+            p: bundles.load_party(folder / bundles.party_folder(p), given.get(p))
+            for p in server.widths
+        }
         return cls(server, parties)
 
     @property
@@ -146,24 +180,70 @@ class Model:
         for party, bundle in self.parties.items():
             encoder = bundle.encoder
             if encoder is None:
-                raise DataError(f"party {party} holds images; give its blocks as tensors instead")
+                raise DataError(
+                    f"party {party}'s rows are tensors (images, or your own modules exported by"
+                    " vfl.export), not table columns: give every party's block as a tensor"
+                )
             blocks.append(torch.from_numpy(encoder.transform(frame, where=where)))
         return blocks
 
+    def rows(self, frame: pd.DataFrame, *, id_column: str = "", where: str = "the table") -> Rows:
+        """Every party's block of ``frame``'s raw rows, their IDs and labels (if it has them).
+
+        What ``vfl predict --data FILE`` reads from a file.
+
+        IDs come from ``id_column`` (by default the run's ``data.id_column`` when the frame has
+        it, else row numbers); labels from the run's label column, when the frame has it.
+
+        Raises:
+            DataError: naming the column or label that does not fit the model.
+        """
+        if not isinstance(frame, pd.DataFrame):
+            raise DataError(f"expected a pandas DataFrame of raw columns, got {type(frame)}")
+        config = self.config
+        column = id_column or (config.data.id_column if config.data.id_column in frame else "")
+        if column and column not in frame:
+            raise DataError(
+                f"{where} has no ID column {column!r}; its columns: {list(frame.columns)}"
+            )
+        ids = frame[column].to_numpy() if column else np.arange(len(frame))
+        label = config.data.label
+        labels = None
+        if label and label in frame:
+            labels = label_indices(
+                frame[label].tolist(), self.classes, f"{where}: label column {label!r}"
+            )
+        return Rows(self.features(frame, where=where), ids, labels)
+
     def predict(
         self,
-        blocks: Sequence[torch.Tensor],
+        data: pd.DataFrame | Sequence[torch.Tensor],
         *,
         ids: npt.ArrayLike | None = None,
         labels: torch.Tensor | None = None,
+        id_column: str = "",
     ) -> Predictions:
-        """Class probabilities for the rows of every party's ``blocks`` (party order).
+        """Class probabilities for new rows, with their IDs (and metrics, given labels).
 
         Args:
-            blocks: One ``(n, ...)`` float32 block per party, rows aligned across parties.
-            ids: The rows' sample ids (default: 0..n-1).
-            labels: The rows' class indices, to report metrics beside the predictions.
+            data: A pandas DataFrame of raw columns (every party's, as ``vfl predict --data``
+                reads; each party's own fitted preprocessing is applied), or one ``(n, ...)``
+                float32 block per party (party order), rows aligned across parties.
+            ids: The rows' sample ids (default: the frame's ID column, else 0..n-1).
+            labels: The rows' class indices, to report metrics beside the predictions (default:
+                the frame's label column, when it has one).
+            id_column: The frame's ID column (default: the run's ``data.id_column``).
+
+        Raises:
+            DataError: naming the column, label or block that does not fit the model.
         """
+        if isinstance(data, pd.DataFrame):
+            rows = self.rows(data, id_column=id_column, where="the DataFrame")
+            blocks: Sequence[torch.Tensor] = rows.blocks
+            ids = rows.ids if ids is None else ids
+            labels = rows.labels if labels is None else labels
+        else:
+            blocks = data
         count = _row_count(blocks, len(self.parties))
         known = labels if labels is not None else torch.zeros(count, dtype=torch.int64)
         loop = self._loop(blocks, known)
@@ -180,6 +260,15 @@ class Model:
             probabilities=probabilities(task, logits),
             metrics=metrics,
         )
+
+    def predict_proba(
+        self, data: pd.DataFrame | Sequence[torch.Tensor], *, id_column: str = ""
+    ) -> npt.NDArray[np.float64]:
+        """``(n, C)`` class probabilities of new rows, columns in ``classes`` order.
+
+        As scikit-learn's ``predict_proba``; ``data`` as in ``predict``.
+        """
+        return self.predict(data, id_column=id_column).probabilities
 
     def _loop(self, blocks: Sequence[torch.Tensor], labels: torch.Tensor) -> ServerLoop:
         config = self.config
@@ -246,6 +335,11 @@ def _row_count(blocks: Sequence[torch.Tensor], parties: int) -> int:
     return len(blocks[0])
 
 
-def load_model(run_dir: Path) -> Model:
+def load_model(
+    run_dir: Path | str,
+    *,
+    bottoms: Sequence[nn.Module] | None = None,
+    head: nn.Module | None = None,
+) -> Model:
     """The model a run exported into ``run_dir / bundle`` (see ``Model.load``)."""
-    return Model.load(run_dir)
+    return Model.load(run_dir, bottoms=bottoms, head=head)

@@ -37,6 +37,8 @@ from vfl.results.files import (
     failure_line,
 )
 from vfl.results.summary import Target
+from vfl.results.tensorboard import FOLDER as TENSORBOARD
+from vfl.results.tensorboard import TensorBoardSink
 from vfl.run.budget import check_planned, epoch_limit
 from vfl.run.bundles import BUNDLE, export_run
 from vfl.run.compose import Blueprint, build_session
@@ -208,7 +210,25 @@ def fit_as_configured(
 
     ``eval_at_start`` overrides ``train.eval_at_start`` (a resumed deployment that already
     recorded epoch 0 must not record it again). Every checkpoint keeps the resolved config.
+    With ``output.tensorboard``, every record also goes to TensorBoard event files.
     """
+    if config.output.tensorboard:
+        run.sinks.append(TensorBoardSink(run.file(TENSORBOARD)))
+    try:
+        _fit_configured(session, config, run, resume, eval_at_start, stop, budget)
+    finally:
+        run.close_sinks()
+
+
+def _fit_configured(
+    session: Session[PartyGroup],
+    config: RunConfig,
+    run: RunDirectory,
+    resume: bool,
+    eval_at_start: bool | None,
+    stop: StopRequest | None,
+    budget: EpochLimit | None,
+) -> None:
     fit(
         session,
         epochs=config.train.epochs,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
+from vfl.config import RunConfig
 from vfl.errors import ConfigError
 from vfl.protocol.base import Trainer
 from vfl.results.compute import RoundCompute
@@ -89,6 +90,7 @@ class Session(Generic[G]):
         self.trainer = trainer
         self.parties: G = parties
         self.probe: Probe | None = None  # an attack watching the run (vfl.attacks), if any
+        self.config: RunConfig | None = None  # what it was built from (for vfl.export)
 
     @property
     def ledger(self) -> Ledger:
