@@ -41,7 +41,13 @@ UNDECODABLE = (
 )
 """A file that is not what it should be, found where no layer below named it: one line that
 says where the traceback (which names the file) was saved, 2."""
-USER_ERROR, INTERNAL_ERROR, INTERRUPTED = 2, 1, 130
+SUCCESS = 0
+INTERNAL_ERROR = 1
+USER_ERROR = 2
+"""Bad input, or a request refused before anything changed (a run over its privacy budget)."""
+BUDGET_STOPPED = 3
+"""Training stopped at the privacy budget (``privacy.max_epsilon``) before its planned epochs."""
+INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -199,16 +205,24 @@ def _run(args: argparse.Namespace) -> int:
     from vfl.attacks import runner as attacks  # deferred until the input is checked: torch
     from vfl.run import fit, runner  # takes seconds
 
-    if not args.quiet:
-        print(f"run directory: {run_dir}", file=sys.stderr)
+    def announce() -> None:  # once the run is known to start: a refused one has no folder
+        if not args.quiet:
+            print(f"run directory: {run_dir}", file=sys.stderr)
+
     try:
         with stop_on_signals() as stop:
-            summary = attacks.train(config, run_dir, resume=args.resume is not None, stop=stop)
+            summary = attacks.train(
+                config, run_dir, resume=args.resume is not None, stop=stop, on_start=announce
+            )
     except (fit.RunStopped, KeyboardInterrupt) as stopped:
         print(f"vfl: {runner.failure_message(stopped, run_dir)}", file=sys.stderr)
         return INTERRUPTED
     _report(summary, run_dir, args)
-    return 0
+    budget = summary.get("privacy", {}).get("budget", {})
+    if budget.get("stopped"):
+        print(f"vfl: {budget['message']}; results in {run_dir}", file=sys.stderr)
+        return BUDGET_STOPPED
+    return SUCCESS
 
 
 def _report(summary: dict[str, Any], run_dir: Path, args: argparse.Namespace) -> None:

@@ -10,13 +10,13 @@ sample per epoch and reports epsilon.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import torch
 
 from vfl.errors import ConfigError
-from vfl.privacy import RdpAccountant
-from vfl.protocol.base import RoundCallback
+from vfl.privacy.budget import EpochBudget
 from vfl.protocol.loop import LoopOptions
 from vfl.protocol.sampler import BatchSampler
 from vfl.protocol.split import SplitLearning
@@ -62,7 +62,8 @@ class PrivateSumTraining(SplitLearning):
         self.secure_sum = self.options.privacy.secure_sum
         self.event = self.options.privacy.event
         self.delta = self.options.privacy.delta
-        self.accountant = RdpAccountant()
+        self.budget = EpochBudget(self.event, self.delta)
+        self.coalition_budget = EpochBudget(replace(self.event, parties=1), self.delta)
 
     def setup(self) -> None:
         """Agree on pairwise keys through the server (public keys only; fresh every start)."""
@@ -84,15 +85,8 @@ class PrivateSumTraining(SplitLearning):
         width = next(iter(self.server.embedding_dims.values()))
         total = self.secure_sum.estimate_sum(dict(replies), (len(ids), width))
         loss, grad = self.server.train_on_sum(ids, total, self.options.steps)
-        self.send_gradients({p: self.gradient_message(r, p, grad) for p in parties})
-        return loss
-
-    def train_epoch(
-        self, epoch: int, *, on_round: RoundCallback | None = None, start: int = 0
-    ) -> float:
-        """One epoch (from round ``start`` of it on); then every sample was released once more."""
-        loss = super().train_epoch(epoch, on_round=on_round, start=start)
-        self.accountant.compose(self.event)
+        noised = self.noised_gradients(dict.fromkeys(parties, grad))
+        self.send_gradients({p: self.gradient_message(r, p, noised[p]) for p in parties})
         return loss
 
     def logits_for(self, ids: torch.Tensor, split: int) -> torch.Tensor:
@@ -111,15 +105,43 @@ class PrivateSumTraining(SplitLearning):
         return self.server.predict_on_sum(total)
 
     def privacy_spent(self) -> dict[str, float]:
-        """Epsilon at the configured delta for what has been released so far."""
-        spent = {"epsilon": self.accountant.get_epsilon(self.delta), "delta": self.delta}
+        """Epsilon at the configured delta for what has been released so far.
+
+        ``epsilon`` counts the noise of every party in the sum (the server's view);
+        ``epsilon_coalition`` only the target party's own (any coalition of the other parties).
+        """
+        epochs = self.epochs_started
+        spent = {
+            "epsilon": self.budget.epsilon(epochs),
+            "delta": self.delta,
+            "epsilon_coalition": self.coalition_budget.epsilon(epochs),
+        }
         return {**spent, **(super().privacy_spent() or {})}
 
-    def state_dict(self) -> dict[str, Any]:
-        """The loop's state plus the accountant's."""
-        return {**super().state_dict(), "accountant": self.accountant.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore from ``state_dict`` (keys are agreed afresh by ``setup``)."""
-        super().load_state_dict(state)
-        self.accountant.load_state_dict(state["accountant"])
+    def privacy_claims(self) -> dict[str, dict[str, Any]]:
+        """What ``epsilon`` and ``epsilon_coalition`` cover, beside the label noise's claims."""
+        claims = super().privacy_claims()
+        parties = self.event.parties
+        if self.secure_sum.secure:
+            server = (
+                f"each party's features against the server alone, which learns only the secure"
+                f" sum of all {parties} parties' counts; not against a party, which knows its own"
+                " counts"
+            )
+        else:
+            server = (
+                "each party's features against the server, which sees each party's counts in"
+                " the clear (only the party's own noise counts)"
+            )
+        coalition = (
+            "each party's features against any other party and any coalition of parties, with"
+            " or without the server: they know their own counts, so only the target party's"
+            " own noise counts (M = 1)"
+        )
+        threat = {"epsilon": server, "epsilon_coalition": coalition}
+        accounting = {key: self.budget.describe() for key in threat}
+        return {
+            **claims,
+            "threat_model": {**threat, **claims.get("threat_model", {})},
+            "accounting": {**accounting, **claims.get("accounting", {})},
+        }

@@ -10,6 +10,8 @@ stale gradient through its current model. Q = 1 without compression is plain spl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 
 from vfl.compress.pipeline import REFRESH
@@ -48,7 +50,8 @@ class SplitLearning(ServerLoop):
             del grads[active]
         else:
             loss, grads = self.server.train_step(ids, embeddings, self.options.steps)
-        self.send_gradients({p: self.gradient_message(r, p, g) for p, g in grads.items()})
+        noised = self.noised_gradients(grads)
+        self.send_gradients({p: self.gradient_message(r, p, g) for p, g in noised.items()})
         if active:
             self.active_block_steps(embeddings)
         return loss
@@ -60,10 +63,35 @@ class SplitLearning(ServerLoop):
         request = ActiveBlockRequest(round=self.rounds, others=others)
         self.ask({active: request}, Ack, "train")
 
+    @property
+    def shares_gradient_rows(self) -> bool:
+        """Every party receives the same d loss / d embedding rows (a sum or mean fusion head).
+
+        The gradient noise then noises each row once and sends every party the same noised row.
+        """
+        return getattr(self.server.head, "fusion", None) in ("sum", "mean")
+
+    @property
+    def label_releases(self) -> int:
+        """One shared noised row per sample and epoch with a sum or mean head; else one each."""
+        return 1 if self.shares_gradient_rows else self.gradient_receivers
+
+    def noised_gradients(self, grads: Mapping[int, torch.Tensor]) -> dict[int, torch.Tensor]:
+        """Each party's gradient as it leaves the label holder (clipped and noised, if set).
+
+        Rows that every party shares are noised once: all parties receive the same noised row,
+        so pooling their copies gives a coalition of parties no more than one party holds.
+        """
+        noise = self.options.gradient_noise
+        if noise is None:
+            return dict(grads)
+        if self.shares_gradient_rows:
+            shared = noise.apply(next(iter(grads.values())))
+            return dict.fromkeys(grads, shared)
+        return {party: noise.apply(grad) for party, grad in grads.items()}
+
     def gradient_message(self, round_: int, party: int, grad: torch.Tensor) -> Message:
-        """The d loss / d embedding message for one party (noised, then compressed, if set)."""
-        if self.options.gradient_noise is not None:
-            grad = self.options.gradient_noise.apply(grad)
+        """The d loss / d embedding message for one party (compressed, if set)."""
         codec = self.options.links.gradient
         if codec is None:
             return GradRequest(round=round_, grad=grad)
@@ -87,6 +115,11 @@ class SequentialSplitLearning(SplitLearning):
 
     name = "sequential"
 
+    @property
+    def label_releases(self) -> int:
+        """Each party's gradient is taken after the previous party's update: a row of its own."""
+        return self.gradient_receivers
+
     def exchange(self, ids: torch.Tensor) -> float:
         """One sequential round; returns the loss of the server's first step."""
         r = self.rounds
@@ -95,6 +128,8 @@ class SequentialSplitLearning(SplitLearning):
         active = self.options.active_party
         for party in (p for p in self.server.party_ids if p != active):
             grad = self.server.input_gradients(ids, view)[party]
+            if self.options.gradient_noise is not None:  # a row of its own: noised on its own
+                grad = self.options.gradient_noise.apply(grad)
             self.ask({party: self.gradient_message(r, party, grad)}, Ack, "train")
             refreshed = self.ask(
                 {party: RefreshRequest(round=r)}, (EmbedReply, CompressedEmbedReply), "train"
