@@ -230,7 +230,9 @@ def _report(summary: dict[str, Any], run_dir: Path, args: argparse.Namespace) ->
     final = ", ".join(
         f"{key} {value:.4f}"
         for key, value in summary["final"].items()
-        if key.startswith(("test_", "attack_")) and isinstance(value, int | float)
+        if key.startswith(("test_", "attack_"))
+        and not key.endswith("_sign")
+        and isinstance(value, int | float)
     )
     line = f"final: {final} (results in {run_dir})"
     if args.json:
@@ -239,6 +241,10 @@ def _report(summary: dict[str, Any], run_dir: Path, args: argparse.Namespace) ->
             print(line, file=sys.stderr)
     else:
         print(line)
+        if args.attack and not args.quiet:
+            from vfl.attacks.reading import format_table
+
+            print(format_table(summary))
 
 
 def _data_list(args: argparse.Namespace) -> int:

@@ -27,9 +27,9 @@ from vfl.privacy.events import PrivacyEvent, SelfComposedEvent
 from vfl.privacy.pld import describe, flatten, pld_epsilon, rdp_epsilon
 
 RDP_CONVERSION = (
-    "RDP converted by Balle et al. 2020 (Theorem 21) / Canonne, Kamath and Steinke 2020"
-    " (Proposition 12), as dp-accounting's RDP accountant, over orders 1.0001 to 256 and"
-    " infinity"
+    "vfl's exact RDP (PBM: worst case over the other parties' inputs), converted by Balle et al."
+    " 2020 (Theorem 21) / Canonne, Kamath and Steinke 2020 (Proposition 12) as dp-accounting's"
+    " RDP accountant does, over orders 1.0001 to 256 and infinity"
 )
 """How an RDP epsilon is turned into (epsilon, delta), for summaries."""
 
@@ -129,7 +129,7 @@ class EpochBudget:
         """How the epsilon is computed."""
         if self.conversion == "improved":
             return RDP_CONVERSION
-        return "RDP converted by Mironov 2017 (Proposition 3)"
+        return "vfl's exact RDP, converted by Mironov 2017 (Proposition 3)"
 
 
 class GaussianEpochBudget:

@@ -199,9 +199,9 @@ class ServerLoop(ABC):
         return {
             "threat_model": {
                 "label_epsilon": (
-                    "the labels against any passive party and any coalition of passive parties"
-                    f" pooling what they receive ({rows} per sample and epoch, all counted);"
-                    " the server holds the labels"
+                    "labels, against any passive party or coalition of passive parties pooling"
+                    f" what they receive ({rows} per sample and epoch, all counted); the server"
+                    " holds the labels"
                 )
             },
             "accounting": {"label_epsilon": budget.describe()},

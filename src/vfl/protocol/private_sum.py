@@ -122,21 +122,15 @@ class PrivateSumTraining(SplitLearning):
         """What ``epsilon`` and ``epsilon_coalition`` cover, beside the label noise's claims."""
         claims = super().privacy_claims()
         parties = self.event.parties
-        if self.secure_sum.secure:
-            server = (
-                f"each party's features against the server alone, which learns only the secure"
-                f" sum of all {parties} parties' counts; not against a party, which knows its own"
-                " counts"
-            )
-        else:
-            server = (
-                "each party's features against the server, which sees each party's counts in"
-                " the clear (only the party's own noise counts)"
-            )
+        server = (
+            f"features, against the server alone (it learns only the secure sum: all {parties}"
+            " parties' noise); not against a party, which knows its own counts"
+            if self.secure_sum.secure
+            else "features, against the server (counts in the clear: each party's own noise)"
+        )
         coalition = (
-            "each party's features against any other party and any coalition of parties, with"
-            " or without the server: they know their own counts, so only the target party's"
-            " own noise counts (M = 1)"
+            "features, against any party or coalition of parties, with or without the server"
+            " (they know their own counts: only the target party's noise counts, M = 1)"
         )
         threat = {"epsilon": server, "epsilon_coalition": coalition}
         accounting = {key: self.budget.describe() for key in threat}
