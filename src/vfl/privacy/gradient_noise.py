@@ -8,10 +8,14 @@ it before the row leaves the label holder, as DP-SGD does to per-example paramet
 
 What the accountant states (``event``): changing one sample's label changes only that sample's
 clipped row in the round that uses it, by at most ``2C`` (replace-one adjacency), so one release
-is the Gaussian mechanism with sensitivity ``2C`` and noise ``zC``. With shuffled epochs each
-sample is released once per epoch *to each party*; parties that pool their gradients see one
-release each. Like PBM's figure (docs/privacy.md), this is a per-sample, direct-release statement:
-the head's own updates, which depend on every label, shape later gradients and are not noised.
+is the Gaussian mechanism with sensitivity ``2C`` and noise ``zC``. Where every party receives
+the same row (a sum or mean head), the label holder noises it once and sends all parties the same
+noised row (``SplitLearning.noised_gradients``): with shuffled epochs, one release per sample and
+epoch whatever the number of parties, so a coalition of parties pooling its copies holds no more
+than one party. Where the rows differ (a concatenating head, the sequential schedule), each is
+noised on its own and the loop's accountant counts one release per party (``label_releases``).
+Like PBM's figure (docs/privacy.md), this is a per-sample, direct-release statement: the head's
+own updates, which depend on every label, shape later gradients and are not noised.
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ class GradientNoise:
         return (noised / batch).reshape(grad.shape)
 
     def event(self) -> GaussianEvent:
-        """One release of one sample's gradient row to one party."""
+        """One release of one sample's (clipped, noised) gradient row."""
         return GaussianEvent(self.noise_multiplier, sensitivity=LABEL_SENSITIVITY)
 
     def state_dict(self) -> dict[str, Any]:
