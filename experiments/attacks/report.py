@@ -264,8 +264,9 @@ def completion_table(settings: Sequence[Setting]) -> str:
         "seeds",
         "test accuracy",
         "completion accuracy",
-        "ε features (PBM)",
-        "ε labels (noise)",
+        "ε features (PBM): server",
+        "ε features: any coalition",
+        "ε labels (noise): any coalition",
     )
     rows = [
         (
@@ -274,12 +275,13 @@ def completion_table(settings: Sequence[Setting]) -> str:
             cell(s, "test_accuracy"),
             cell(s, "attack_accuracy"),
             epsilon_cell(s, "epsilon"),
+            epsilon_cell(s, "epsilon_coalition"),
             epsilon_cell(s, "label_epsilon"),
         )
         for s in settings
     ]
     prior = _pooled(settings, "attack_accuracy_prior")
-    rows.append(("*majority class*", "", "", f"{prior:.3f}", "", ""))
+    rows.append(("*majority class*", "", "", f"{prior:.3f}", "", "", ""))
     return markdown(header, rows)
 
 
