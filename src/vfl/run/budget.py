@@ -109,15 +109,15 @@ def check_resumable(config: RunConfig, trainer: Trainer, progress: Progress) -> 
     if progress.position == 0 and config.train.epochs > progress.epochs >= limit.epochs:
         raise ConfigError(
             f"privacy.max_epsilon: the run has spent {spent} in {started} epochs, and epoch"
-            f" {started + 1} would spend {_spent(config, trainer, started + 1)}, over the budget"
-            f" of {budget:g}: no further epoch fits (nothing was changed)"
+            f" {started + 1} would spend {_spent(config, trainer, started + 1, delta=False)}, over"
+            f" the budget of {budget:g}: no further epoch fits (nothing was changed)"
         )
     return limit
 
 
-def _spent(config: RunConfig, trainer: Trainer, epochs: int) -> str:
+def _spent(config: RunConfig, trainer: Trainer, epochs: int, *, delta: bool = True) -> str:
     """``label_epsilon 11.61 at delta 1e-05``: each epsilon after ``epochs`` epochs."""
     figures = ", ".join(
         f"{name} {spending.epsilon(epochs):.4g}" for name, spending in budgets(trainer).items()
     )
-    return f"{figures} at delta {config.privacy.delta:g}"
+    return f"{figures} at delta {config.privacy.delta:g}" if delta else figures
