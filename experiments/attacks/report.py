@@ -337,7 +337,74 @@ def tables(results: Path = RESULTS) -> str:
     if found:
         title = f"Gradient noise from which each attack stays near chance (AUC < {NEAR_CHANCE})"
         parts.append(f"#### {title}\n\n{chance_table(found)}\n")
+    if found and (results / SHARING).is_dir():
+        title = "Each party's own noise draw (vfl, the runs above) or one shared noised row"
+        parts.append(f"#### {title}\n\n{sharing_table(loaded, results / SHARING)}\n")
     return "\n".join(parts)
+
+
+SHARING = "noise-sharing"
+"""Runs of the design vfl did not choose: one noised row shared by every party."""
+PARTIES = {
+    "label-inference": ("binary MNIST", "binary_mnist"),
+    "label-inference-adult": ("Adult", "adult"),
+}
+
+
+def sharing_table(loaded: dict[str, Sequence[Setting]], folder: Path) -> str:
+    """The gradient noise's runs beside the same runs with one noised row shared by all parties.
+
+    Own draws: the label-inference sweeps' noise settings (what vfl does); their epsilon
+    against a coalition counts one release per party and epoch. Shared: ``noise-sharing/``
+    holds ``shared-<data>-z<z>__seed<s>`` runs of the same configs made with a shared row,
+    whose epsilon against any coalition is one release per epoch.
+    """
+    header = (
+        "data set",
+        "z",
+        "test accuracy: own / shared",
+        "direction AUC: own / shared",
+        "direction AUC, epoch 1: own / shared",
+        "norm AUC: own / shared",
+        "ε labels, any coalition: own / shared",
+    )
+    rows = []
+    for sweep, (name, stem) in PARTIES.items():
+        for setting in loaded.get(sweep, ()):
+            z = _noise_multiplier(setting)
+            if z is None:
+                continue
+            shared = load_runs(sorted(folder.glob(f"shared-{stem}-z{z:g}__seed*")), f"z={z:g}")
+            rows.append(
+                (
+                    name,
+                    f"{z:g}",
+                    _pair(setting, shared, "test_accuracy"),
+                    _pair(setting, shared, "attack_direction_auc"),
+                    _pair(setting, shared, "first:attack_direction_auc"),
+                    _pair(setting, shared, "attack_norm_auc"),
+                    f"{epsilon_cell(setting, 'label_epsilon')} /"
+                    f" {epsilon_cell(shared, 'label_epsilon')}",
+                )
+            )
+    return markdown(header, rows)
+
+
+def load_runs(runs: Sequence[Path], label: str) -> Setting:
+    """Finished runs outside a sweep, as one setting."""
+    summaries = [json.loads((run / "summary.json").read_text()) for run in runs]
+    return Setting(
+        label,
+        len(runs),
+        tuple(s["final"] for s in summaries),
+        tuple(s.get("privacy", {}) for s in summaries),
+        tuple(_first_epoch(run / "metrics.jsonl") for run in runs),
+        {},
+    )
+
+
+def _pair(own: Setting, shared: Setting, key: str) -> str:
+    return f"{cell(own, key)} / {cell(shared, key)}"
 
 
 def accounting_note(settings: Sequence[Setting]) -> str:

@@ -71,40 +71,36 @@ def test_the_mironov_conversion_is_still_offered_and_looser(
 def test_the_labels_epsilon_is_dp_accounting_s_for_every_pooled_release(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # Prepare: Adult's three parties, z = 1, 3 epochs: one shared row, or three rows of their own
+    # Prepare: Adult's three passive parties, z = 1, 3 epochs: 9 releases pooled, 3 for one party
     from dp_accounting import GaussianDpEvent
     from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
 
     from vfl.privacy.pld import discretization
 
     expected = {}
-    for rows in (1, 3):
-        accountant = PLDAccountant(
-            value_discretization_interval=discretization(((1.0, 2.0, 3 * rows),))
-        )
-        accountant.compose(GaussianDpEvent(0.5), 3 * rows)
-        expected[rows] = float(accountant.get_epsilon(1e-5))
+    for releases in (3, 9):
+        interval = discretization(((1.0, 2.0, releases),))
+        accountant = PLDAccountant(value_discretization_interval=interval)
+        accountant.compose(GaussianDpEvent(0.5), releases)
+        expected[releases] = float(accountant.get_epsilon(1e-5))
+    args = parse("--noise-multiplier 1 --epochs 3 --parties 3")
 
     # Execute
-    printed = {}
-    for rows in (1, 3):
-        args = parse(f"--noise-multiplier 1 --epochs 3 --rows {rows}")
-        assert args.handler(args) == 0
-        printed[rows] = capsys.readouterr().out
+    status = args.handler(args)
 
     # Assert
-    for rows in (1, 3):
-        assert number_after("label epsilon", printed[rows]) == pytest.approx(
-            expected[rows], rel=1e-5
-        )
-        assert "covers: the labels against any passive party or coalition" in printed[rows]
-        assert number_after("RDP cross-check", printed[rows]) >= expected[rows]
-    assert expected[3] > 2 * expected[1]
+    out = capsys.readouterr().out
+    assert status == 0
+    assert number_after("label epsilon", out) == pytest.approx(expected[9], rel=1e-5)
+    assert number_after("one-party label epsilon", out) == pytest.approx(expected[3], rel=1e-5)
+    assert "covers: the labels against any passive party and any coalition" in out
+    assert number_after("RDP cross-check", out) >= expected[9]
+    assert expected[9] > 2 * expected[3]
 
 
 def test_the_labels_epsilon_takes_no_pbm_arguments() -> None:
-    with pytest.raises(ConfigError, match="--b are PBM's"):
-        args = parse("--noise-multiplier 1 --epochs 3 --b 4")
+    with pytest.raises(ConfigError, match="--b, --dim are PBM's"):
+        args = parse("--noise-multiplier 1 --epochs 3 --b 4 --dim 2")
         args.handler(args)
     with pytest.raises(ConfigError, match="needs --b, --beta, --parties, --dim"):
         args = parse("--epochs 3")

@@ -20,6 +20,7 @@ EPSILONS = {
     "epsilon": "ε features (PBM)",
     "epsilon_coalition": "ε features, any coalition",
     "label_epsilon": "ε labels (gradient noise)",
+    "label_epsilon_one_party": "ε labels, one party alone",
 }
 
 

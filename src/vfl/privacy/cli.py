@@ -18,20 +18,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--b", type=int, help="PBM trials b per coordinate")
     parser.add_argument("--beta", type=float, help="PBM beta in (0, 1/4]")
-    parser.add_argument("--parties", type=int, help="PBM: number of parties M")
+    parser.add_argument(
+        "--parties",
+        type=int,
+        help="PBM: number of parties M; with --noise-multiplier: passive parties that receive"
+        " gradients (default 1)",
+    )
     parser.add_argument("--dim", type=int, help="PBM: embedding width P")
     parser.add_argument(
         "--noise-multiplier",
         type=float,
         help="the labels' epsilon instead: Gaussian gradient noise z (privacy.gradient_noise)",
     )
-    parser.add_argument(
-        "--rows",
-        type=int,
-        default=1,
-        help="with --noise-multiplier: noised rows of a sample per epoch the parties can pool"
-        " (1 with a sum or mean head; M with a concat head or the sequential schedule)",
-    )
+
     uses = parser.add_mutually_exclusive_group(required=True)
     uses.add_argument(
         "--epochs", type=int, help="shuffled epochs: each sample used exactly E times"
@@ -71,7 +70,8 @@ def handle(args: argparse.Namespace) -> int:
 
     if args.noise_multiplier is not None:
         _check_label_arguments(args)
-        print(format_label_report(args.noise_multiplier, args.rows, args.epochs, args.delta))
+        parties = 1 if args.parties is None else args.parties
+        print(format_label_report(args.noise_multiplier, parties, args.epochs, args.delta))
         return 0
     missing = [f"--{n}" for n in ("b", "beta", "parties", "dim") if getattr(args, n) is None]
     if missing:
@@ -79,8 +79,6 @@ def handle(args: argparse.Namespace) -> int:
             f"vfl privacy needs {', '.join(missing)} for PBM's epsilon, or --noise-multiplier"
             " for the labels' epsilon under gradient noise"
         )
-    if args.rows != 1:
-        raise ConfigError("--rows goes with --noise-multiplier, not with PBM's --b")
     if args.rounds is None:
         if args.batch_size is not None or args.num_samples is not None:
             raise ConfigError("--batch-size and --num-samples go with --rounds, not --epochs")
@@ -110,8 +108,8 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _check_label_arguments(args: argparse.Namespace) -> None:
-    """``--noise-multiplier`` takes ``--epochs``, ``--rows`` and ``--delta`` only."""
-    pbm = [f"--{n}" for n in ("b", "beta", "parties", "dim") if getattr(args, n) is not None]
+    """``--noise-multiplier`` takes ``--epochs``, ``--parties`` and ``--delta`` only."""
+    pbm = [f"--{n}" for n in ("b", "beta", "dim") if getattr(args, n) is not None]
     if pbm or args.rounds is not None or args.certify:
         given = pbm + (["--rounds"] if args.rounds is not None else [])
         given += ["--certify"] if args.certify else []
@@ -121,8 +119,9 @@ def _check_label_arguments(args: argparse.Namespace) -> None:
         )
     if not args.noise_multiplier > 0:
         raise ConfigError(f"--noise-multiplier must be > 0, got {args.noise_multiplier}")
-    if args.rows < 1 or args.epochs is None or args.epochs < 0:
+    parties = 1 if args.parties is None else args.parties
+    if parties < 1 or args.epochs is None or args.epochs < 0:
         raise ConfigError(
-            f"--noise-multiplier needs --epochs >= 0 and --rows >= 1, got {args.epochs} and"
-            f" {args.rows}"
+            f"--noise-multiplier needs --epochs >= 0 and --parties >= 1, got {args.epochs} and"
+            f" {parties}"
         )

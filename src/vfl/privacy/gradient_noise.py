@@ -8,12 +8,13 @@ it before the row leaves the label holder, as DP-SGD does to per-example paramet
 
 What the accountant states (``event``): changing one sample's label changes only that sample's
 clipped row in the round that uses it, by at most ``2C`` (replace-one adjacency), so one release
-is the Gaussian mechanism with sensitivity ``2C`` and noise ``zC``. Where every party receives
-the same row (a sum or mean head), the label holder noises it once and sends all parties the same
-noised row (``SplitLearning.noised_gradients``): with shuffled epochs, one release per sample and
-epoch whatever the number of parties, so a coalition of parties pooling its copies holds no more
-than one party. Where the rows differ (a concatenating head, the sequential schedule), each is
-noised on its own and the loop's accountant counts one release per party (``label_releases``).
+is the Gaussian mechanism with sensitivity ``2C`` and noise ``zC``. Every party's row gets a
+noise draw of its own (``SplitLearning.noised_gradients``), even where the rows are equal (a sum
+or mean head): with shuffled epochs each party holds one release per sample and epoch, and a
+coalition of ``M`` passive parties pooling its copies holds ``M``, which the loop's accountant
+counts (``label_releases``; ``label_epsilon``; one party's own figure is
+``label_epsilon_one_party``). Sending every party one shared noised row instead would have
+stated the one-release epsilon for any coalition, but it moved the attack (docs/privacy.md).
 Like PBM's figure (docs/privacy.md), this is a per-sample, direct-release statement: the head's
 own updates, which depend on every label, shape later gradients and are not noised.
 """

@@ -192,27 +192,31 @@ def _inputs(inputs: Inputs) -> str:
     return "(" + ", ".join(f"{x:+g}" for x in inputs) + ")" if inputs else "(no other parties)"
 
 
-def format_label_report(noise_multiplier: float, rows: int, epochs: int, delta: float) -> str:
+def format_label_report(noise_multiplier: float, parties: int, epochs: int, delta: float) -> str:
     """``vfl privacy --noise-multiplier``: the labels' epsilon under Gaussian gradient noise.
 
-    ``rows`` noised rows of each sample per epoch (one shared row with a sum or mean head),
-    each a Gaussian release of sensitivity ``2C`` and noise ``zC``, composed over ``epochs``.
+    Each of ``parties`` passive parties receives each sample's row once per epoch with a noise
+    draw of its own: a Gaussian release of sensitivity ``2C`` and noise ``zC`` each. A coalition
+    of all of them holds ``parties`` releases per epoch; one party alone holds one.
     """
     from vfl.privacy.budget import GaussianEpochBudget
     from vfl.privacy.events import GaussianEvent, SelfComposedEvent
     from vfl.privacy.gradient_noise import LABEL_SENSITIVITY
 
     release = GaussianEvent(noise_multiplier, sensitivity=LABEL_SENSITIVITY)
-    budget = GaussianEpochBudget(SelfComposedEvent(release, rows), delta)
+    pooled = GaussianEpochBudget(SelfComposedEvent(release, parties), delta)
+    alone = GaussianEpochBudget(release, delta)
     return "\n".join(
         [
-            f"Gaussian gradient noise z={noise_multiplier:g}, {epochs} epochs x {rows} noised"
-            f" row(s) per sample, sensitivity 2C, delta={delta:g}",
-            f"label epsilon = {budget.epsilon(epochs):.6g}  ({budget.describe()})",
-            "  covers: the labels against any passive party or coalition of passive parties"
-            f" pooling what they receive ({rows * epochs} releases of each sample in all); the"
-            " server holds the labels",
-            f"RDP cross-check = {budget.rdp_epsilon(epochs):.6g}  (dp-accounting's RDP"
-            " accountant; never below the PLD epsilon)",
+            f"Gaussian gradient noise z={noise_multiplier:g} to {parties} passive part"
+            f"{'y' if parties == 1 else 'ies'}, {epochs} epochs, sensitivity 2C, delta={delta:g}",
+            f"label epsilon = {pooled.epsilon(epochs):.6g}  ({pooled.describe()})",
+            "  covers: the labels against any passive party and any coalition of passive"
+            f" parties pooling what they receive ({parties * epochs} releases of each sample in"
+            " all); the server holds the labels",
+            f"one-party label epsilon = {alone.epsilon(epochs):.6g}  (one passive party alone:"
+            f" {epochs} releases of each sample)",
+            f"RDP cross-check = {pooled.rdp_epsilon(epochs):.6g}  (dp-accounting's RDP"
+            " accountant for the coalition; never below the PLD epsilon)",
         ]
     )

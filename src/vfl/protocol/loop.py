@@ -14,7 +14,7 @@ from vfl.compress.pipeline import MessageSeeds, TensorCodec, evaluation_purpose
 from vfl.errors import DIVERGED_HINT, TrainingDiverged, WireError
 from vfl.models.optim import LearningRateSchedule
 from vfl.privacy.budget import GaussianEpochBudget
-from vfl.privacy.events import PbmEvent, PrivacyEvent, SelfComposedEvent
+from vfl.privacy.events import PbmEvent, SelfComposedEvent
 from vfl.privacy.gradient_noise import GradientNoise
 from vfl.privacy.secure_sum import ServerSecureSum
 from vfl.protocol.base import RoundCallback
@@ -132,7 +132,7 @@ class ServerLoop(ABC):
         self.eval_batch_size = eval_batch_size
         self.options = options or LoopOptions()
         self.rounds = 0
-        self._label_budget: GaussianEpochBudget | None = None  # built on first use
+        self._label_budgets: dict[int, GaussianEpochBudget] = {}  # by releases per epoch
         self._defer = False  # this round's gradients may wait for the next round's batch
         self.waiting = WaitingGradients()
 
@@ -154,40 +154,45 @@ class ServerLoop(ABC):
         return -(-self.rounds // len(self.sampler))
 
     @property
-    def gradient_receivers(self) -> int:
-        """Parties that receive gradients: all but an active party in the label holder's process."""
+    def label_releases(self) -> int:
+        """Noised gradient rows of one sample per epoch that all passive parties together hold.
+
+        Every party that receives gradients (all but an active party in the label holder's
+        process) gets its row with a noise draw of its own: a coalition of them pools this many.
+        """
         active = self.options.active_party
         return sum(1 for party in self.server.party_ids if party != active)
 
-    @property
-    def label_releases(self) -> int:
-        """Noised gradient rows of one sample per epoch that all parties together receive.
+    def label_budget(self, *, coalition: bool = True) -> GaussianEpochBudget | None:
+        """The gradient noise's epsilon per number of epochs (PLD), if gradients are noised.
 
-        By default every party that receives gradients gets a row of its own, noised on its
-        own: a coalition of them pools this many.
+        ``coalition``: every party's rows pooled (``label_releases`` per epoch, what
+        ``label_epsilon`` states); else one party's alone (one release per epoch).
         """
-        return self.gradient_receivers
-
-    def label_event(self) -> PrivacyEvent | None:
-        """What one epoch releases of each sample's label to a coalition of every party."""
         noise = self.options.gradient_noise
         if noise is None:
             return None
-        return SelfComposedEvent(noise.event(), self.label_releases)
-
-    def label_budget(self) -> GaussianEpochBudget | None:
-        """The gradient noise's epsilon per number of epochs (PLD), if gradients are noised."""
-        event = self.label_event()
-        if event is not None and self._label_budget is None:
-            self._label_budget = GaussianEpochBudget(event, self.options.delta)
-        return self._label_budget
+        releases = self.label_releases if coalition else 1
+        if releases not in self._label_budgets:
+            event = SelfComposedEvent(noise.event(), releases)
+            self._label_budgets[releases] = GaussianEpochBudget(event, self.options.delta)
+        return self._label_budgets[releases]
 
     def privacy_spent(self) -> dict[str, float] | None:
-        """The gradient noise's epsilon of the labels so far, if gradients are noised."""
-        budget = self.label_budget()
-        if budget is None:
+        """The gradient noise's epsilon of the labels so far, if gradients are noised.
+
+        ``label_epsilon`` against any coalition of passive parties; ``label_epsilon_one_party``
+        against one passive party alone.
+        """
+        pooled, alone = self.label_budget(), self.label_budget(coalition=False)
+        if pooled is None or alone is None:
             return None
-        return {"label_epsilon": budget.epsilon(self.epochs_started), "label_delta": budget.delta}
+        epochs = self.epochs_started
+        return {
+            "label_epsilon": pooled.epsilon(epochs),
+            "label_delta": pooled.delta,
+            "label_epsilon_one_party": alone.epsilon(epochs),
+        }
 
     def privacy_claims(self) -> dict[str, dict[str, Any]]:
         """What each reported epsilon covers, how it is computed, and its cross-check."""
@@ -195,16 +200,23 @@ class ServerLoop(ABC):
         if budget is None:
             return {}
         releases = self.label_releases
-        rows = "one noised row" if releases == 1 else f"{releases} rows, each noised on its own,"
         return {
             "threat_model": {
                 "label_epsilon": (
-                    "labels, against any passive party or coalition of passive parties pooling"
-                    f" what they receive ({rows} per sample and epoch, all counted); the server"
-                    " holds the labels"
-                )
+                    "labels, against any passive party and any coalition of passive parties"
+                    f" pooling what they receive ({releases} noised row(s) per sample and epoch,"
+                    " each party's with a noise draw of its own, all counted); the server holds"
+                    " the labels"
+                ),
+                "label_epsilon_one_party": (
+                    "labels, against one passive party alone (its own noised row per sample"
+                    " and epoch)"
+                ),
             },
-            "accounting": {"label_epsilon": budget.describe()},
+            "accounting": {
+                "label_epsilon": budget.describe(),
+                "label_epsilon_one_party": budget.describe(),
+            },
             "cross_check": {"label_epsilon_rdp": budget.rdp_epsilon(self.epochs_started)},
         }
 

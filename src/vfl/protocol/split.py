@@ -63,31 +63,16 @@ class SplitLearning(ServerLoop):
         request = ActiveBlockRequest(round=self.rounds, others=others)
         self.ask({active: request}, Ack, "train")
 
-    @property
-    def shares_gradient_rows(self) -> bool:
-        """Every party receives the same d loss / d embedding rows (a sum or mean fusion head).
-
-        The gradient noise then noises each row once and sends every party the same noised row.
-        """
-        return getattr(self.server.head, "fusion", None) in ("sum", "mean")
-
-    @property
-    def label_releases(self) -> int:
-        """One shared noised row per sample and epoch with a sum or mean head; else one each."""
-        return 1 if self.shares_gradient_rows else self.gradient_receivers
-
     def noised_gradients(self, grads: Mapping[int, torch.Tensor]) -> dict[int, torch.Tensor]:
-        """Each party's gradient as it leaves the label holder (clipped and noised, if set).
+        """Each party's gradient as it leaves the label holder: clipped and noised, if set.
 
-        Rows that every party shares are noised once: all parties receive the same noised row,
-        so pooling their copies gives a coalition of parties no more than one party holds.
+        Every party's row gets a noise draw of its own, in party order, even where the rows are
+        equal (a sum or mean head): the accountant counts one release per party and epoch
+        (``label_releases``), what a coalition of them can pool.
         """
         noise = self.options.gradient_noise
         if noise is None:
             return dict(grads)
-        if self.shares_gradient_rows:
-            shared = noise.apply(next(iter(grads.values())))
-            return dict.fromkeys(grads, shared)
         return {party: noise.apply(grad) for party, grad in grads.items()}
 
     def gradient_message(self, round_: int, party: int, grad: torch.Tensor) -> Message:
@@ -115,11 +100,6 @@ class SequentialSplitLearning(SplitLearning):
 
     name = "sequential"
 
-    @property
-    def label_releases(self) -> int:
-        """Each party's gradient is taken after the previous party's update: a row of its own."""
-        return self.gradient_receivers
-
     def exchange(self, ids: torch.Tensor) -> float:
         """One sequential round; returns the loss of the server's first step."""
         r = self.rounds
@@ -128,7 +108,7 @@ class SequentialSplitLearning(SplitLearning):
         active = self.options.active_party
         for party in (p for p in self.server.party_ids if p != active):
             grad = self.server.input_gradients(ids, view)[party]
-            if self.options.gradient_noise is not None:  # a row of its own: noised on its own
+            if self.options.gradient_noise is not None:
                 grad = self.options.gradient_noise.apply(grad)
             self.ask({party: self.gradient_message(r, party, grad)}, Ack, "train")
             refreshed = self.ask(
