@@ -84,10 +84,9 @@ class GradientNoiseConfig(Section):
     Attributes:
         noise_multiplier: ``z``: every sample's gradient row is clipped to L2 norm ``clip`` and
             gets ``N(0, (z clip)²)`` noise per coordinate before it is sent; 0 turns it off.
-            With a sum or mean head every party receives the same noised row (one release per
-            sample and epoch, whatever the number of parties); with a concatenating head or the
-            sequential schedule each party's row is noised on its own, and ``label_epsilon``
-            counts one release per party and epoch (what a coalition of them can pool).
+            Each passive party's row gets a noise draw of its own: ``label_epsilon`` counts one
+            release per party and epoch (what a coalition of them can pool),
+            ``label_epsilon_one_party`` one party's.
         clip: ``C``, the per-sample L2 bound of the gradients sent.
     """
 
