@@ -109,36 +109,43 @@ def _lvfl(s: Setting) -> float | None:
     return None
 
 
-def label_inference(settings: Sequence[Setting], out: Path) -> None:
-    """Direction AUC against each protection's knob, accuracy beside it."""
+def label_inference(
+    settings: Sequence[Setting], out: Path, data: str = "binary MNIST halves"
+) -> None:
+    """The attacker's AUCs (direction and norm) against each protection's knob, accuracy beside."""
     figure, grid = plt.subplots(2, 2, figsize=(14, 9))
     panels = grid.flatten()
     undefended = _undefended(settings).mean("attack_direction_auc")
-    metric = "attack_direction_auc"
     knobs: list[tuple[str, str, list[tuple[str, Knob]]]] = [
-        ("Gaussian gradient noise", "ε of the labels (log)", [("direction AUC", _noise)]),
-        ("PBM of the embeddings", "ε of the features (log)", [("direction AUC", _pbm)]),
+        ("Gaussian gradient noise", "ε of the labels (log)", [("", _noise)]),
+        ("PBM of the embeddings", "ε of the features (log)", [("", _pbm)]),
         (
             "gradient compression",
             "bits per component b",
-            [(f"{n} AUC", _bits(n)) for n in ("scalar", "lattice", "topk")],
+            [(f"{n}, ", _bits(n)) for n in ("scalar", "lattice", "topk")],
         ),
-        ("LVFL upload sparsification", "sparsity β", [("direction AUC", _lvfl)]),
+        ("LVFL upload sparsification", "sparsity β", [("", _lvfl)]),
     ]
     for axes, (title, xlabel, series) in zip(panels, knobs, strict=True):
         for name, knob in series:
-            _series(axes, settings, knob, metric, label=name)
-            _series(axes, settings, knob, f"first:{metric}", label=f"{name}, epoch 1", style="^:")
-        _references(axes, undefended, 0.5, "AUC")
+            metric = "attack_direction_auc"
+            _series(axes, settings, knob, metric, label=f"{name}direction AUC")
+            first = f"{name}direction, epoch 1"
+            _series(axes, settings, knob, f"first:{metric}", label=first, style="^:")
+            _series(axes, settings, knob, "attack_norm_auc", label=f"{name}norm AUC", style="v--")
+        _references(axes, undefended, 0.5, "direction AUC")
         twin = _accuracy(axes, settings, series[0][1])
         if "log" in xlabel:
             axes.set_xscale("log")
         axes.set(
-            title=title, xlabel=xlabel, ylabel="attack AUC (direction scoring)", ylim=(0.0, 1.05)
+            title=title,
+            xlabel=xlabel,
+            ylabel="attacker's AUC (better sign)",
+            ylim=(0.45, 1.02),
         )
         twin.set_ylim(0.5, 1.0)
         axes.legend(fontsize=7, loc="lower left")
-    figure.suptitle("Label inference by passive party 1, binary MNIST halves (final epoch)")
+    figure.suptitle(f"Label inference by passive party 1, {data} (final epoch)")
     figure.tight_layout()
     figure.savefig(out, dpi=110)
     plt.close(figure)
@@ -276,6 +283,7 @@ def draw_all(results: Path, img: Path) -> list[Path]:
     written = []
     makers: dict[str, Callable[[Sequence[Setting], Path], None]] = {
         "label-inference": label_inference,
+        "label-inference-adult": lambda s, out: label_inference(s, out, "Adult, three parties"),
         "reconstruction": reconstruction,
         "completion": completion,
     }

@@ -7,7 +7,7 @@ set -e
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONPATH=src
 VFL=${VFL:-.venv/bin/vfl}
 PYTHON=${PYTHON:-.venv/bin/python}
-for sweep in label_inference reconstruction completion; do
+for sweep in label_inference label_inference_adult reconstruction completion; do
     "$VFL" sweep "experiments/attacks/$sweep.toml"
 done
 "$PYTHON" experiments/attacks/quadrants.py

@@ -44,10 +44,16 @@ UNDECODABLE = (
 )
 """A file that is not what it should be, found where no layer below named it: one line that
 says where the traceback (which names the file) was saved, 2."""
-USER_ERROR, INTERNAL_ERROR, INTERRUPTED = 2, 1, 130
+SUCCESS = 0
+INTERNAL_ERROR = 1
+USER_ERROR = 2
+"""Bad input, or a request refused before anything changed (a run over its privacy budget)."""
+BUDGET_STOPPED = 3
+"""Training stopped at the privacy budget (``privacy.max_epsilon``) before its planned epochs."""
+INTERRUPTED = 130
 SOME_FAILED = 4
-"""Exit status when the command ran but part of the requested work failed (``SomeWorkFailed``:
-``vfl score`` with an ID that was not scored)."""
+"""The command ran but part of the requested work failed (``SomeWorkFailed``: ``vfl score``
+with an ID that was not scored)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -208,16 +214,24 @@ def _run(args: argparse.Namespace) -> int:
     from vfl.attacks import runner as attacks  # deferred until the input is checked: torch
     from vfl.run import fit, runner  # takes seconds
 
-    if not args.quiet:
-        print(f"run directory: {run_dir}", file=sys.stderr)
+    def announce() -> None:  # once the run is known to start: a refused one has no folder
+        if not args.quiet:
+            print(f"run directory: {run_dir}", file=sys.stderr)
+
     try:
         with stop_on_signals() as stop:
-            summary = attacks.train(config, run_dir, resume=args.resume is not None, stop=stop)
+            summary = attacks.train(
+                config, run_dir, resume=args.resume is not None, stop=stop, on_start=announce
+            )
     except (fit.RunStopped, KeyboardInterrupt) as stopped:
         print(f"vfl: {runner.failure_message(stopped, run_dir)}", file=sys.stderr)
         return INTERRUPTED
     _report(summary, run_dir, args)
-    return 0
+    budget = summary.get("privacy", {}).get("budget", {})
+    if budget.get("stopped"):
+        print(f"vfl: {budget['message']}; results in {run_dir}", file=sys.stderr)
+        return BUDGET_STOPPED
+    return SUCCESS
 
 
 def _report(summary: dict[str, Any], run_dir: Path, args: argparse.Namespace) -> None:
@@ -225,7 +239,9 @@ def _report(summary: dict[str, Any], run_dir: Path, args: argparse.Namespace) ->
     final = ", ".join(
         f"{key} {value:.4f}"
         for key, value in summary["final"].items()
-        if key.startswith(("test_", "attack_")) and isinstance(value, int | float)
+        if key.startswith(("test_", "attack_"))
+        and not key.endswith("_sign")
+        and isinstance(value, int | float)
     )
     line = f"final: {final} (results in {run_dir})"
     if args.json:
@@ -234,6 +250,10 @@ def _report(summary: dict[str, Any], run_dir: Path, args: argparse.Namespace) ->
             print(line, file=sys.stderr)
     else:
         print(line)
+        if args.attack and not args.quiet:
+            from vfl.attacks.reading import format_table
+
+            print(format_table(summary))
 
 
 def _data_list(args: argparse.Namespace) -> int:

@@ -71,6 +71,21 @@ def test_vfl_server_refuses_the_torch_sampler(
     )
 
 
+def test_vfl_server_refuses_a_budget_it_would_not_enforce(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: the server's privacy.max_epsilon would be silently ignored; the parties' own
+    # budgets (PARTY.toml) are what a deployment enforces
+    scenario = make_scenario(tmp_path, **PBM)
+
+    # Execute
+    status = main(["server", "--config", str(scenario.run_toml), "--set", "privacy.max_epsilon=5"])
+
+    # Assert
+    assert status == 2
+    assert "privacy.max_epsilon is not enforced by a deployed server" in capsys.readouterr().err
+
+
 def setup_request(
     scenario: Scenario,
     randomness: Literal["auto", "seeded"],

@@ -1,18 +1,17 @@
 """``privacy.max_epsilon``: a run that would spend more is refused before any file is written,
-naming the most epochs that fit; an extended run stops at the budget and its summary says so."""
+naming the most epochs that fit; an extended run stops at the budget and its summary says so
+(the refusals of resumes and the exit code of a stop: tests/cli/test_privacy_budget_processes.py).
+Every record carries the epsilon spent so far, mid-epoch ones included."""
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tests.run.variants import write_run_config
-from vfl.cli import main
-from vfl.privacy.accountant import RdpAccountant
+from vfl.cli import BUDGET_STOPPED, main
 
 DELTA = 1e-5
 MULTIPLIER = 4.0
@@ -20,11 +19,19 @@ NOISE = (f"privacy.gradient_noise.noise_multiplier={MULTIPLIER}",)
 
 
 def _label_epsilon(epochs: int) -> float:
-    """Independently: K epochs of a Gaussian of sensitivity 2C and noise zC, in closed-form RDP
-    (K α 2² / (2 z²)) converted at DELTA (Mironov 2017, Proposition 3), over vfl's orders."""
-    orders = np.asarray([a for a in RdpAccountant().orders if math.isfinite(a)])
-    rdp = epochs * orders * 2.0**2 / (2 * MULTIPLIER**2)
-    return float(np.min(rdp + math.log(1 / DELTA) / (orders - 1)))
+    """Independently: dp-accounting's PLD accountant for K epochs of 3 Gaussian releases each
+    (three parties, a concatenating head: a row of its own to each), sensitivity 2C, noise zC."""
+    from dp_accounting import GaussianDpEvent
+    from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
+
+    from vfl.privacy.pld import discretization
+
+    if epochs == 0:
+        return 0.0
+    releases = ((MULTIPLIER, 2.0, 3 * epochs),)
+    accountant = PLDAccountant(value_discretization_interval=discretization(releases))
+    accountant.compose(GaussianDpEvent(MULTIPLIER / 2.0), 3 * epochs)
+    return float(accountant.get_epsilon(DELTA))
 
 
 BUDGET = (_label_epsilon(2) + _label_epsilon(3)) / 2
@@ -100,7 +107,7 @@ def test_a_budget_without_a_mechanism_that_spends_it_is_refused(
 
 
 def test_an_extended_run_stops_at_the_budget_and_its_summary_says_so(tmp_path: Path) -> None:
-    # Prepare: the negative control first: 2 epochs fit and the run says it is within budget
+    # Prepare: the negative control first: 1 epoch within a budget of 2 says it is within it
     config, run_dir = write_run_config(tmp_path), tmp_path / "run"
     budget = (*NOISE, f"privacy.max_epsilon={BUDGET}")
     status = main(
@@ -110,7 +117,7 @@ def test_an_extended_run_stops_at_the_budget_and_its_summary_says_so(tmp_path: P
             "--run-dir",
             str(run_dir),
             "--quiet",
-            *_sets(*budget, "train.epochs=2"),
+            *_sets(*budget, "train.epochs=1"),
         ]
     )
     assert status == 0
@@ -122,8 +129,8 @@ def test_an_extended_run_stops_at_the_budget_and_its_summary_says_so(tmp_path: P
     # Execute: extend it to 4 epochs
     status = main(["run", "--resume", str(run_dir), "--quiet", *_sets("train.epochs=4")])
 
-    # Assert: it trained no further epoch, and says why
-    assert status == 0
+    # Assert: it trained one more epoch, no further, and says why where the metrics agree
+    assert status == BUDGET_STOPPED
     summary = _summary(run_dir)
     section = summary["privacy"]
     assert isinstance(section, dict)
@@ -133,9 +140,35 @@ def test_an_extended_run_stops_at_the_budget_and_its_summary_says_so(tmp_path: P
         "stopped at the privacy budget after 2 of 4 planned epochs"
     )
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert max(r["epoch"] for r in records) == 2
-    assert section["label_epsilon"] == pytest.approx(_label_epsilon(2), rel=1e-9)
+    assert max(r["epoch"] for r in records) == summary["epochs"] == 2
+    assert section["label_epsilon"] == pytest.approx(_label_epsilon(2), rel=1e-6)
     assert section["label_epsilon"] <= BUDGET
+
+
+def test_mid_epoch_records_carry_the_epsilon_spent_so_far(tmp_path: Path) -> None:
+    # Prepare: 10 rounds per epoch, an evaluation every 4 rounds
+    config, run_dir = write_run_config(tmp_path), tmp_path / "run"
+
+    # Execute
+    status = main(
+        [
+            "run",
+            str(config),
+            "--run-dir",
+            str(run_dir),
+            "--quiet",
+            *_sets(*NOISE, "train.epochs=2", "train.eval_every=4"),
+        ]
+    )
+
+    # Assert: from an epoch's first round on, its samples count as released once more
+    assert status == 0
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    spent = {r["round"]: r["label_epsilon"] for r in records}
+    assert spent[0] == 0.0
+    assert spent[4] == spent[8] == spent[10] == pytest.approx(_label_epsilon(1), rel=1e-6)
+    assert spent[12] == spent[16] == spent[20] == pytest.approx(_label_epsilon(2), rel=1e-6)
+    assert spent[4] > 0.0
 
 
 def test_raising_the_budget_lets_the_extended_run_go_on(tmp_path: Path) -> None:
@@ -152,7 +185,7 @@ def test_raising_the_budget_lets_the_extended_run_go_on(tmp_path: Path) -> None:
         ]
     )
 
-    # Execute
+    # Execute: the same extension as above, with a new budget that fits 4 epochs
     status = main(
         [
             "run",

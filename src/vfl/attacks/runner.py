@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,12 @@ from vfl.run.signals import StopRequest
 
 
 def train(
-    config: RunConfig, run_dir: Path, *, resume: bool = False, stop: StopRequest | None = None
+    config: RunConfig,
+    run_dir: Path,
+    *,
+    resume: bool = False,
+    stop: StopRequest | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """``vfl.run.runner.train``, with ``[attack]``'s attack observing its role when one is set.
 
@@ -20,4 +26,4 @@ def train(
     gains an ``attack`` section.
     """
     probe = AttackProbe(config) if config.attack.name != "none" else None
-    return runner.train(config, run_dir, resume=resume, stop=stop, probe=probe)
+    return runner.train(config, run_dir, resume=resume, stop=stop, probe=probe, on_start=on_start)

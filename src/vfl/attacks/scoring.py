@@ -2,8 +2,11 @@
 
 Metrics (each prefixed ``attack_`` in ``metrics.jsonl`` and ``summary.json``):
 
-- ``<score>_auc``: ROC AUC of each binary score (``norm_auc``, ``direction_auc``; 0.5 is a
-  random guess);
+- ``<score>_auc``: ROC AUC of each binary score (``norm_auc``, ``direction_auc``) as an attacker
+  reads it: the better of the score and its negation, so at least 0.5 (a random guess), and
+  ``<score>_sign``: +1 where larger scores mean the positive class, -1 where smaller ones do
+  (an AUC of 0.34 for the score is 0.66 for its negation: an attacker picks the sign, from a few
+  known labels or, for norms, from which class is rarer);
 - ``accuracy``: of inferred labels; ``accuracy_prior``: of always guessing the most common class
   among the scored samples (what no attack at all achieves);
 - ``mse`` and, for image blocks, ``ssim`` of reconstructed features; ``mse_prior`` and
@@ -48,7 +51,9 @@ def score(inference: Inference, truth: Truth) -> dict[str, float]:
     metrics: dict[str, float] = {}
     labels = truth.labels[inference.ids]
     for name, values in inference.scores.items():
-        metrics[f"attack_{name}_auc"] = roc_auc(values, labels)
+        auc = roc_auc(values, labels)
+        metrics[f"attack_{name}_auc"] = max(auc, 1.0 - auc)  # NaN stays NaN
+        metrics[f"attack_{name}_sign"] = 1.0 if not auc < 0.5 else -1.0
     if inference.labels is not None:
         metrics["attack_accuracy"] = accuracy(inference.labels, labels)
         counts = torch.bincount(labels, minlength=truth.num_classes)

@@ -84,6 +84,9 @@ class GradientNoiseConfig(Section):
     Attributes:
         noise_multiplier: ``z``: every sample's gradient row is clipped to L2 norm ``clip`` and
             gets ``N(0, (z clip)²)`` noise per coordinate before it is sent; 0 turns it off.
+            Each passive party's row gets a noise draw of its own: ``label_epsilon`` counts one
+            release per party and epoch (what a coalition of them can pool),
+            ``label_epsilon_one_party`` one party's.
         clip: ``C``, the per-sample L2 bound of the gradients sent.
     """
 
@@ -134,9 +137,12 @@ class PrivacyConfig(Section):
             (about b / 32 + 5 keystream words per count): about twice as fast as ``torch`` at
             b = 64, slower from about b = 256 (2.7 times at b = 1024, 7 at b = 4096: torch's
             rejection sampler costs the same for any b; docs/benchmarks.md).
-        max_epsilon: A budget at ``delta``: a run whose planned epochs would spend more (PBM's
-            epsilon of the features, or the gradient noise's of the labels) is refused before
-            it starts, and a resumed or extended run stops at it; 0 = no budget.
+        max_epsilon: A budget at ``delta`` for each epsilon a run reports (PBM's ``epsilon`` of
+            the features against the server, the gradient noise's ``label_epsilon``): a run
+            whose planned epochs would spend more is refused before it starts; a resumed or
+            extended run that has spent more already, or whose next epoch would, is refused
+            before any file changes; one that reaches it stops there (exit status 3); 0 = no
+            budget.
         gradient_noise: Clipping and Gaussian noise of the gradients the label holder sends.
     """
 

@@ -354,6 +354,12 @@ def check_deployable(config: RunConfig, deployment: DeploymentConfig) -> None:
             " exists to repeat old simulation runs)",
         ),
         (
+            config.privacy.max_epsilon > 0,
+            "privacy.max_epsilon is not enforced by a deployed server: each party enforces its"
+            " own budget (privacy.max_epsilon in its PARTY.toml, docs/deployment.md); drop it"
+            " from the server's config",
+        ),
+        (
             config.partition.num_parties != len(deployment.parties),
             f"partition.num_parties is {config.partition.num_parties} but"
             f" [[deployment.parties]] lists {len(deployment.parties)}",

@@ -8,10 +8,15 @@ it before the row leaves the label holder, as DP-SGD does to per-example paramet
 
 What the accountant states (``event``): changing one sample's label changes only that sample's
 clipped row in the round that uses it, by at most ``2C`` (replace-one adjacency), so one release
-is the Gaussian mechanism with sensitivity ``2C`` and noise ``zC``. With shuffled epochs each
-sample is released once per epoch *to each party*; parties that pool their gradients see one
-release each. Like PBM's figure (docs/privacy.md), this is a per-sample, direct-release statement:
-the head's own updates, which depend on every label, shape later gradients and are not noised.
+is the Gaussian mechanism with sensitivity ``2C`` and noise ``zC``. Every party's row gets a
+noise draw of its own (``SplitLearning.noised_gradients``), even where the rows are equal (a sum
+or mean head): with shuffled epochs each party holds one release per sample and epoch, and a
+coalition of ``M`` passive parties pooling its copies holds ``M``, which the loop's accountant
+counts (``label_releases``; ``label_epsilon``; one party's own figure is
+``label_epsilon_one_party``). Sending every party one shared noised row instead would have
+stated the one-release epsilon for any coalition, but it moved the attack (docs/privacy.md).
+Like PBM's figure (docs/privacy.md), this is a per-sample, direct-release statement: the head's
+own updates, which depend on every label, shape later gradients and are not noised.
 """
 
 from __future__ import annotations
@@ -64,7 +69,7 @@ class GradientNoise:
         return (noised / batch).reshape(grad.shape)
 
     def event(self) -> GaussianEvent:
-        """One release of one sample's gradient row to one party."""
+        """One release of one sample's (clipped, noised) gradient row."""
         return GaussianEvent(self.noise_multiplier, sensitivity=LABEL_SENSITIVITY)
 
     def state_dict(self) -> dict[str, Any]:

@@ -24,6 +24,10 @@ from vfl.privacy.analysis import (
 from vfl.privacy.worstcase import Inputs, RelaxationBound, relaxation_bound, search_worst_case
 
 SHOWN_ORDERS = (2.0, 8.0, 32.0)
+CONVERSIONS = {
+    "improved": "RDP to DP by Balle et al. 2020 / Canonne, Kamath and Steinke 2020",
+    "mironov": "RDP to DP by Mironov 2017, the looser conversion",
+}
 
 
 @dataclass(frozen=True)
@@ -39,8 +43,12 @@ class PrivacyReport:
         uses_exact: Whether ``uses`` is an exact count (shuffled epochs) or the paper's expectation.
         delta: ``δ``.
         conversion: The RDP to DP conversion used.
-        epsilon: The guarantee: ``(epsilon, delta)``-DP per sample and party.
+        epsilon: The guarantee: ``(epsilon, delta)``-DP per sample and party, against the server
+            alone (it sees the secure sum of all ``parties``' counts).
         order: The Rényi order that attains ``epsilon``.
+        coalition_epsilon: The same against any party or coalition of parties, with or without
+            the server: they know their own counts, so only the target party's noise counts
+            (``M = 1``).
         optimal_inputs: Other parties' inputs ``x / C`` attaining the worst case at ``order``.
         shown_orders: Orders at which the per-coordinate figures below are given.
         coordinate_rdp: Worst-case per-coordinate, per-release RDP at ``shown_orders``.
@@ -62,6 +70,7 @@ class PrivacyReport:
     conversion: Conversion
     epsilon: float
     order: float
+    coalition_epsilon: float
     optimal_inputs: Inputs
     shown_orders: tuple[float, ...]
     coordinate_rdp: tuple[float, ...]
@@ -82,7 +91,7 @@ def privacy_report(
     uses: float,
     delta: float,
     uses_exact: bool = True,
-    conversion: Conversion = "mironov",
+    conversion: Conversion = "improved",
     orders: Sequence[float] = DEFAULT_ORDERS,
     shown_orders: Sequence[float] = SHOWN_ORDERS,
     certify: bool = False,
@@ -96,6 +105,13 @@ def privacy_report(
     worst = search_worst_case(trials=trials, beta=beta, parties=parties, orders=grid)
     total = compose_rdp(per_coordinate=worst.rdp, dimension=dimension, uses=uses)
     epsilon, order = rdp_to_epsilon(orders=grid, rdp=total, delta=delta, conversion=conversion)
+    alone = search_worst_case(trials=trials, beta=beta, parties=1, orders=grid).rdp
+    coalition_epsilon, _ = rdp_to_epsilon(
+        orders=grid,
+        rdp=compose_rdp(per_coordinate=alone, dimension=dimension, uses=uses),
+        delta=delta,
+        conversion=conversion,
+    )
     shown = [int(np.flatnonzero(grid == alpha)[0]) for alpha in shown_orders]
     shown_list = list(shown_orders)
     typical = pbm_rdp(
@@ -118,6 +134,7 @@ def privacy_report(
         conversion=conversion,
         epsilon=epsilon,
         order=order,
+        coalition_epsilon=coalition_epsilon,
         optimal_inputs=worst.inputs[int(np.flatnonzero(grid == order)[0])],
         shown_orders=tuple(float(alpha) for alpha in shown_orders),
         coordinate_rdp=tuple(worst.rdp[i] for i in shown),
@@ -141,7 +158,12 @@ def format_report(report: PrivacyReport) -> str:
         f"PBM b={report.trials} beta={report.beta} M={report.parties} P={report.dimension}, "
         f"{report.uses:g} uses per sample ({how}), delta={report.delta:g}",
         f"epsilon = {report.epsilon:.6g}  (per sample and party, l-inf adjacency, worst case"
-        f" over the other parties' inputs; {report.conversion} conversion)",
+        f" over the other parties' inputs; {CONVERSIONS[report.conversion]})",
+        f"  covers: each party's features against the server alone, which learns only the"
+        f" secure sum of all M = {report.parties} parties' counts",
+        f"coalition epsilon = {report.coalition_epsilon:.6g}  (against any party or coalition"
+        " of parties, with or without the server: they know their own counts, so only the"
+        " target party's noise counts, M = 1)",
         f"optimal order alpha = {report.order:.6g}; other parties' inputs x/C attaining the"
         f" worst case there: {_inputs(report.optimal_inputs)}",
         "per-coordinate, per-release RDP (nats):",
@@ -168,3 +190,33 @@ def format_report(report: PrivacyReport) -> str:
 
 def _inputs(inputs: Inputs) -> str:
     return "(" + ", ".join(f"{x:+g}" for x in inputs) + ")" if inputs else "(no other parties)"
+
+
+def format_label_report(noise_multiplier: float, parties: int, epochs: int, delta: float) -> str:
+    """``vfl privacy --noise-multiplier``: the labels' epsilon under Gaussian gradient noise.
+
+    Each of ``parties`` passive parties receives each sample's row once per epoch with a noise
+    draw of its own: a Gaussian release of sensitivity ``2C`` and noise ``zC`` each. A coalition
+    of all of them holds ``parties`` releases per epoch; one party alone holds one.
+    """
+    from vfl.privacy.budget import GaussianEpochBudget
+    from vfl.privacy.events import GaussianEvent, SelfComposedEvent
+    from vfl.privacy.gradient_noise import LABEL_SENSITIVITY
+
+    release = GaussianEvent(noise_multiplier, sensitivity=LABEL_SENSITIVITY)
+    pooled = GaussianEpochBudget(SelfComposedEvent(release, parties), delta)
+    alone = GaussianEpochBudget(release, delta)
+    return "\n".join(
+        [
+            f"Gaussian gradient noise z={noise_multiplier:g} to {parties} passive part"
+            f"{'y' if parties == 1 else 'ies'}, {epochs} epochs, sensitivity 2C, delta={delta:g}",
+            f"label epsilon = {pooled.epsilon(epochs):.6g}  ({pooled.describe()})",
+            "  covers: the labels against any passive party and any coalition of passive"
+            f" parties pooling what they receive ({parties * epochs} releases of each sample in"
+            " all); the server holds the labels",
+            f"one-party label epsilon = {alone.epsilon(epochs):.6g}  (one passive party alone:"
+            f" {epochs} releases of each sample)",
+            f"RDP cross-check = {pooled.rdp_epsilon(epochs):.6g}  (dp-accounting's RDP"
+            " accountant for the coalition; never below the PLD epsilon)",
+        ]
+    )

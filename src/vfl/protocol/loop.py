@@ -13,8 +13,8 @@ import torch
 from vfl.compress.pipeline import MessageSeeds, TensorCodec, evaluation_purpose
 from vfl.errors import DIVERGED_HINT, TrainingDiverged, WireError
 from vfl.models.optim import LearningRateSchedule
-from vfl.privacy import RdpAccountant
-from vfl.privacy.events import PbmEvent
+from vfl.privacy.budget import GaussianEpochBudget
+from vfl.privacy.events import PbmEvent, SelfComposedEvent
 from vfl.privacy.gradient_noise import GradientNoise
 from vfl.privacy.secure_sum import ServerSecureSum
 from vfl.protocol.base import RoundCallback
@@ -131,7 +131,7 @@ class ServerLoop(ABC):
         self.eval_batch_size = eval_batch_size
         self.options = options or LoopOptions()
         self.rounds = 0
-        self.label_accountant = RdpAccountant()  # the gradient noise's releases, if any
+        self._label_budgets: dict[int, GaussianEpochBudget] = {}  # by releases per epoch
         self._defer = False  # this round's gradients may wait for the next round's batch
         self.waiting = WaitingGradients()
 
@@ -143,12 +143,81 @@ class ServerLoop(ABC):
     def setup(self) -> None:  # noqa: B027 - an optional hook, not an abstract step
         """Nothing to set up by default."""
 
-    def privacy_spent(self) -> dict[str, float] | None:
-        """The gradient noise's epsilon of the labels, if gradients are noised."""
-        if self.options.gradient_noise is None:
+    @property
+    def epochs_started(self) -> int:
+        """Epochs with at least one round run: each has released every sample once, or will.
+
+        Epsilon is per sample, so an epoch counts from its first round on (a sample of that
+        round has been released once more): mid-epoch records carry what was spent so far.
+        """
+        return -(-self.rounds // len(self.sampler))
+
+    @property
+    def label_releases(self) -> int:
+        """Noised gradient rows of one sample per epoch that all passive parties together hold.
+
+        Every party that receives gradients (all but an active party in the label holder's
+        process) gets its row with a noise draw of its own: a coalition of them pools this many.
+        """
+        active = self.options.active_party
+        return sum(1 for party in self.server.party_ids if party != active)
+
+    def label_budget(self, *, coalition: bool = True) -> GaussianEpochBudget | None:
+        """The gradient noise's epsilon per number of epochs (PLD), if gradients are noised.
+
+        ``coalition``: every party's rows pooled (``label_releases`` per epoch, what
+        ``label_epsilon`` states); else one party's alone (one release per epoch).
+        """
+        noise = self.options.gradient_noise
+        if noise is None:
             return None
-        delta = self.options.delta
-        return {"label_epsilon": self.label_accountant.get_epsilon(delta), "label_delta": delta}
+        releases = self.label_releases if coalition else 1
+        if releases not in self._label_budgets:
+            event = SelfComposedEvent(noise.event(), releases)
+            self._label_budgets[releases] = GaussianEpochBudget(event, self.options.delta)
+        return self._label_budgets[releases]
+
+    def privacy_spent(self) -> dict[str, float] | None:
+        """The gradient noise's epsilon of the labels so far, if gradients are noised.
+
+        ``label_epsilon`` against any coalition of passive parties; ``label_epsilon_one_party``
+        against one passive party alone.
+        """
+        pooled, alone = self.label_budget(), self.label_budget(coalition=False)
+        if pooled is None or alone is None:
+            return None
+        epochs = self.epochs_started
+        return {
+            "label_epsilon": pooled.epsilon(epochs),
+            "label_delta": pooled.delta,
+            "label_epsilon_one_party": alone.epsilon(epochs),
+        }
+
+    def privacy_claims(self) -> dict[str, dict[str, Any]]:
+        """What each reported epsilon covers, how it is computed, and its cross-check."""
+        budget = self.label_budget()
+        if budget is None:
+            return {}
+        releases = self.label_releases
+        return {
+            "threat_model": {
+                "label_epsilon": (
+                    "labels, against any passive party and any coalition of passive parties"
+                    f" pooling what they receive ({releases} noised row(s) per sample and epoch,"
+                    " each party's with a noise draw of its own, all counted); the server holds"
+                    " the labels"
+                ),
+                "label_epsilon_one_party": (
+                    "labels, against one passive party alone (its own noised row per sample"
+                    " and epoch)"
+                ),
+            },
+            "accounting": {
+                "label_epsilon": budget.describe(),
+                "label_epsilon_one_party": budget.describe(),
+            },
+            "cross_check": {"label_epsilon_rdp": budget.rdp_epsilon(self.epochs_started)},
+        }
 
     def train_round(self, ids: torch.Tensor) -> float:
         """One round on the batch ``ids`` (the round counter then advances); returns its loss."""
@@ -187,8 +256,6 @@ class ServerLoop(ABC):
             if on_round is not None:
                 on_round(loss)
         self.flush()
-        if self.options.gradient_noise is not None:  # every sample's gradient went out once more
-            self.label_accountant.compose(self.options.gradient_noise.event())
         return total / len(batches)
 
     def decode_embeddings(
@@ -288,7 +355,7 @@ class ServerLoop(ABC):
         """Server state, round counter, ledger, waiting gradients (and the gradient noise's).
 
         A resumed run then sends exactly the messages an uninterrupted one sends (the parties
-        keep the round they wait on in their own state).
+        keep the round they wait on in their own state). Epsilon follows from the round counter.
         """
         state = {
             "server": self.server.state_dict(),
@@ -298,7 +365,6 @@ class ServerLoop(ABC):
         }
         if self.options.gradient_noise is not None:
             state["gradient_noise"] = self.options.gradient_noise.state_dict()
-            state["label_accountant"] = self.label_accountant.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -309,7 +375,6 @@ class ServerLoop(ABC):
         self.ledger.load_state_dict(state["ledger"])
         if self.options.gradient_noise is not None:
             self.options.gradient_noise.load_state_dict(state["gradient_noise"])
-            self.label_accountant.load_state_dict(state["label_accountant"])
 
     def close(self) -> None:
         """Tell every party training is over.

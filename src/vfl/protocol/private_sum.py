@@ -10,13 +10,13 @@ sample per epoch and reports epsilon.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import torch
 
 from vfl.errors import ConfigError
-from vfl.privacy import RdpAccountant
-from vfl.protocol.base import RoundCallback
+from vfl.privacy.budget import EpochBudget
 from vfl.protocol.loop import LoopOptions
 from vfl.protocol.sampler import BatchSampler
 from vfl.protocol.split import SplitLearning
@@ -62,7 +62,8 @@ class PrivateSumTraining(SplitLearning):
         self.secure_sum = self.options.privacy.secure_sum
         self.event = self.options.privacy.event
         self.delta = self.options.privacy.delta
-        self.accountant = RdpAccountant()
+        self.budget = EpochBudget(self.event, self.delta)
+        self.coalition_budget = EpochBudget(replace(self.event, parties=1), self.delta)
 
     def setup(self) -> None:
         """Agree on pairwise keys through the server (public keys only; fresh every start)."""
@@ -85,15 +86,8 @@ class PrivateSumTraining(SplitLearning):
         total = self.secure_sum.estimate_sum(dict(replies), (len(ids), width))
         loss, grad = self.server.train_on_sum(ids, total, self.options.steps)
         grad = grad.cpu()  # every party's gradient: one copy to the host for all
-        self.send_gradients({p: self.gradient_message(r, p, grad) for p in parties})
-        return loss
-
-    def train_epoch(
-        self, epoch: int, *, on_round: RoundCallback | None = None, start: int = 0
-    ) -> float:
-        """One epoch (from round ``start`` of it on); then every sample was released once more."""
-        loss = super().train_epoch(epoch, on_round=on_round, start=start)
-        self.accountant.compose(self.event)
+        noised = self.noised_gradients(dict.fromkeys(parties, grad))
+        self.send_gradients({p: self.gradient_message(r, p, noised[p]) for p in parties})
         return loss
 
     def logits_for(self, ids: torch.Tensor, split: int) -> torch.Tensor:
@@ -112,15 +106,37 @@ class PrivateSumTraining(SplitLearning):
         return self.server.predict_on_sum(total)
 
     def privacy_spent(self) -> dict[str, float]:
-        """Epsilon at the configured delta for what has been released so far."""
-        spent = {"epsilon": self.accountant.get_epsilon(self.delta), "delta": self.delta}
+        """Epsilon at the configured delta for what has been released so far.
+
+        ``epsilon`` counts the noise of every party in the sum (the server's view);
+        ``epsilon_coalition`` only the target party's own (any coalition of the other parties).
+        """
+        epochs = self.epochs_started
+        spent = {
+            "epsilon": self.budget.epsilon(epochs),
+            "delta": self.delta,
+            "epsilon_coalition": self.coalition_budget.epsilon(epochs),
+        }
         return {**spent, **(super().privacy_spent() or {})}
 
-    def state_dict(self) -> dict[str, Any]:
-        """The loop's state plus the accountant's."""
-        return {**super().state_dict(), "accountant": self.accountant.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore from ``state_dict`` (keys are agreed afresh by ``setup``)."""
-        super().load_state_dict(state)
-        self.accountant.load_state_dict(state["accountant"])
+    def privacy_claims(self) -> dict[str, dict[str, Any]]:
+        """What ``epsilon`` and ``epsilon_coalition`` cover, beside the label noise's claims."""
+        claims = super().privacy_claims()
+        parties = self.event.parties
+        server = (
+            f"features, against the server alone (it learns only the secure sum: all {parties}"
+            " parties' noise); not against a party, which knows its own counts"
+            if self.secure_sum.secure
+            else "features, against the server (counts in the clear: each party's own noise)"
+        )
+        coalition = (
+            "features, against any party or coalition of parties, with or without the server"
+            " (they know their own counts: only the target party's noise counts, M = 1)"
+        )
+        threat = {"epsilon": server, "epsilon_coalition": coalition}
+        accounting = {key: self.budget.describe() for key in threat}
+        return {
+            **claims,
+            "threat_model": {**threat, **claims.get("threat_model", {})},
+            "accounting": {**accounting, **claims.get("accounting", {})},
+        }

@@ -10,6 +10,8 @@ stale gradient through its current model. Q = 1 without compression is plain spl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 
 from vfl.compress.pipeline import REFRESH
@@ -48,7 +50,8 @@ class SplitLearning(ServerLoop):
             del grads[active]
         else:
             loss, grads = self.server.train_step(ids, embeddings, self.options.steps)
-        self.send_gradients({p: self.gradient_message(r, p, g) for p, g in grads.items()})
+        noised = self.noised_gradients(grads)
+        self.send_gradients({p: self.gradient_message(r, p, g) for p, g in noised.items()})
         if active:
             self.active_block_steps(embeddings)
         return loss
@@ -60,14 +63,25 @@ class SplitLearning(ServerLoop):
         request = ActiveBlockRequest(round=self.rounds, others=others)
         self.ask({active: request}, Ack, "train")
 
-    def gradient_message(self, round_: int, party: int, grad: torch.Tensor) -> Message:
-        """The d loss / d embedding message for one party (noised, then compressed, if set).
+    def noised_gradients(self, grads: Mapping[int, torch.Tensor]) -> dict[int, torch.Tensor]:
+        """Each party's gradient as it leaves the label holder: clipped and noised, if set.
 
-        The gradient crosses to the host here, once: noise, codec and wire all work on that copy.
+        Every party's row gets a noise draw of its own, in party order, even where the rows are
+        equal (a sum or mean head): the accountant counts one release per party and epoch
+        (``label_releases``), what a coalition of them can pool.
+        """
+        noise = self.options.gradient_noise
+        if noise is None:
+            return dict(grads)
+        return {party: noise.apply(grad.cpu()) for party, grad in grads.items()}
+
+    def gradient_message(self, round_: int, party: int, grad: torch.Tensor) -> Message:
+        """The d loss / d embedding message for one party (compressed, if set).
+
+        The gradient crosses to the host here, once (if noise has not already brought it there):
+        codec and wire work on that copy.
         """
         grad = grad.cpu()
-        if self.options.gradient_noise is not None:
-            grad = self.options.gradient_noise.apply(grad)
         codec = self.options.links.gradient
         if codec is None:
             return GradRequest(round=round_, grad=grad)
@@ -98,7 +112,9 @@ class SequentialSplitLearning(SplitLearning):
         view = self.decode_embeddings(replies, len(ids))
         active = self.options.active_party
         for party in (p for p in self.server.party_ids if p != active):
-            grad = self.server.input_gradients(ids, view)[party]
+            grad = self.noised_gradients({party: self.server.input_gradients(ids, view)[party]})[
+                party
+            ]
             self.ask({party: self.gradient_message(r, party, grad)}, Ack, "train")
             refreshed = self.ask(
                 {party: RefreshRequest(round=r)}, (EmbedReply, CompressedEmbedReply), "train"

@@ -85,8 +85,12 @@ def summarize(records: list[dict[str, Any]], *, target: Target | None = None) ->
         }
     if "epsilon" in final:
         summary["privacy"] = {"epsilon": final["epsilon"], "delta": final["delta"]}
+        if "epsilon_coalition" in final:
+            summary["privacy"]["epsilon_coalition"] = final["epsilon_coalition"]
     if "label_epsilon" in final:
         labels = {"label_epsilon": final["label_epsilon"], "label_delta": final["label_delta"]}
+        if "label_epsilon_one_party" in final:
+            labels["label_epsilon_one_party"] = final["label_epsilon_one_party"]
         summary["privacy"] = {**summary.get("privacy", {}), **labels}
     if target is not None:
         summary["target"] = {

@@ -197,12 +197,13 @@ class _Fit:
         budget = self.schedule.budget
         if budget is not None:
             stopped = self.stopped_by_budget
+            trained = self.trainer.rounds // len(self.trainer.sampler)  # what the metrics show
             summary.setdefault("privacy", {})["budget"] = {
                 "limit": budget.note,
                 "max_epochs": budget.epochs,
                 "stopped": stopped,
                 "message": (
-                    f"stopped at the privacy budget after {budget.epochs} of"
+                    f"stopped at the privacy budget after {trained} of"
                     f" {self.schedule.epochs} planned epochs ({budget.note})"
                     if stopped
                     else f"within the budget ({budget.note})"

@@ -9,7 +9,7 @@ fails afterwards says so in its folder (``error.txt``, and ``traceback.txt`` for
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +39,7 @@ from vfl.results.files import (
 from vfl.results.summary import Target
 from vfl.results.tensorboard import FOLDER as TENSORBOARD
 from vfl.results.tensorboard import TensorBoardSink
-from vfl.run.budget import check_planned, epoch_limit
+from vfl.run.budget import Progress, check_planned, check_resumable
 from vfl.run.bundles import BUNDLE, export_run
 from vfl.run.compose import Blueprint, build_session
 from vfl.run.data import prepare
@@ -67,26 +67,33 @@ def train(
     resume: bool = False,
     stop: StopRequest | None = None,
     probe: Probe | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Train as configured into ``run_dir`` (or continue it with ``resume``); returns the summary.
 
     ``stop``, once requested, ends training after the current round with a checkpoint.
     ``probe`` (an attack, ``vfl.attacks``) observes the roles it taps and adds its metrics.
+    ``on_start`` is called once every check has passed, before the first file is written.
 
     Raises:
         ConfigError: if ``run_dir`` is not missing or empty (without ``resume``), if the config
             differs from the checkpoint's outside ``folders.RESUMABLE_KEYS`` (with it), the
-            data does not fit the config, or a new run's epochs would spend more than
-            ``privacy.max_epsilon`` (all before anything is written).
+            data does not fit the config, a new run's epochs would spend more than
+            ``privacy.max_epsilon``, or a resumed run has spent its budget already (all before
+            anything is written or removed).
         RunStopped: if ``stop`` was requested.
     """
     if resume:
-        run_files = _resumable(config, run_dir)
+        run_files, progress = _resumable(config, run_dir)
+        composed = _compose(config, resume=progress, probe=probe)
+        if on_start is not None:
+            on_start()
         with _failures_recorded(run_files):
-            composed = _compose(config, resume=True, probe=probe)
             return _train(config, composed, run_files, resume, stop)
     check_new(run_dir)
-    composed = _compose(config, resume=False, probe=probe)
+    composed = _compose(config, resume=None, probe=probe)
+    if on_start is not None:
+        on_start()
     run_files = RunDirectory(run_dir)
     with _failures_recorded(run_files):
         return _train(config, composed, run_files, resume, stop)
@@ -102,17 +109,22 @@ class _Composed:
     budget: EpochLimit | None = None
 
 
-def _compose(config: RunConfig, *, resume: bool, probe: Probe | None = None) -> _Composed:
-    """Load the data, check what needs it, and build the run (nothing is written)."""
+def _compose(
+    config: RunConfig, *, resume: Progress | None, probe: Probe | None = None
+) -> _Composed:
+    """Load the data, check what needs it, and build the run (nothing is written).
+
+    ``resume``: where the checkpoint of a resumed run left it (``None`` for a new run).
+    """
     use_threads(config.train.threads)
     dataset, partition, data = prepare(config)
     check_target_metric(config.target.metric, data.task.num_classes)
-    if not resume:  # user modules may draw from the global RNG (dropout): make runs repeatable
+    if resume is None:  # user modules may draw from the global RNG (dropout): make runs repeatable
         torch.manual_seed(derive_seed(config.train.seed, "torch-global"))
     taps = probe.taps() if probe is not None else None
     session = build_session(Blueprint.from_config(config), data, taps=taps)
-    if resume:
-        budget = epoch_limit(config, session.trainer)
+    if resume is not None:
+        budget = check_resumable(config, session.trainer, resume)
     else:
         budget = check_planned(config, session.trainer)
     if probe is not None:
@@ -176,8 +188,8 @@ def failure_message(error: BaseException, run_dir: Path) -> str:
     return failure_line(error)
 
 
-def _resumable(config: RunConfig, run_dir: Path) -> RunDirectory:
-    """The run folder to resume, once its checkpoint shows ``config`` may continue it."""
+def _resumable(config: RunConfig, run_dir: Path) -> tuple[RunDirectory, Progress]:
+    """The run folder to resume and where its checkpoint left it, once ``config`` may go on."""
     if not run_dir.is_dir():
         raise ConfigError(f"--resume {str(run_dir)!r}: no such folder, so no run to resume")
     run_files = RunDirectory(run_dir)
@@ -193,7 +205,7 @@ def _resumable(config: RunConfig, run_dir: Path) -> RunDirectory:
             f" end after {config.train.epochs} epochs; resume with --set"
             f" train.epochs={max(done + (position > 0), 1)} or more"
         )
-    return run_files
+    return run_files, Progress(done, position)
 
 
 def fit_as_configured(
@@ -259,13 +271,15 @@ def finish_summary(
     ``deployed``: the run was a deployment (its noise came from the operating system).
     """
     summary = run.read_json(SUMMARY)
+    trainer = session.trainer
     if "privacy" in summary:
         summary["privacy"]["noise"] = noise_note(noise_source(config, deployed=deployed))
+        if isinstance(trainer, ServerLoop):
+            summary["privacy"].update(trainer.privacy_claims())
     logs = session.compute_logs()
     if logs:
         write_compute_csv(run.file(COMPUTE), logs)
         summary["compute"] = compute_summary(session, logs)
-    trainer = session.trainer
     if "bytes" in summary and isinstance(trainer, ServerLoop):
         summary["accounting"] = paper_accounting(
             round_shape(config, trainer),
