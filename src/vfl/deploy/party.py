@@ -248,6 +248,7 @@ def run_party(config: PartyConfig, *, resume: bool = False, server: str = "") ->
         device=config.device,
         privacy=config.privacy,
     )
+    runtime.releases.verify()
     link = party_link(config, runtime.handle, tls=tls, token=token, server=server)
     try:
         link.serve()
