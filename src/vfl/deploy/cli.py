@@ -148,7 +148,15 @@ def _server(args: argparse.Namespace) -> int:
     if args.resume and args.run_dir is None and not config.output.name:
         raise ConfigError("--resume needs the run directory: give --run-dir or output.name")
     print(f"run directory: {run_dir}", file=sys.stderr)
-    summary = run_server(config, deployment, run_dir, resume=args.resume, port_file=args.port_file)
+    source = repr(str(args.config)) + (" with --set" if args.overrides else "")
+    summary = run_server(
+        config,
+        deployment,
+        run_dir,
+        resume=args.resume,
+        port_file=args.port_file,
+        source=source,
+    )
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -188,7 +196,8 @@ def _party(args: argparse.Namespace) -> int:
         return 0
     from vfl.deploy.party import run_party
 
-    run_party(config, resume=args.resume, server=args.server)
+    source = repr(str(args.config)) + (" with --set" if args.overrides else "")
+    run_party(config, resume=args.resume, server=args.server, source=source)
     return 0
 
 

@@ -78,10 +78,11 @@ def as_made(saved: dict[str, Any]) -> dict[str, Any]:
     return saved
 
 
-def check_unchanged(trained: str, config: RunConfig, run_dir: Path) -> None:
+def check_unchanged(trained: str, config: RunConfig, run_dir: Path, source: str = "") -> None:
     """Refuse to resume with ``config`` where it differs from the checkpoint's config.
 
     ``trained`` is the TOML text the checkpoint keeps; only ``RESUMABLE_KEYS`` may differ.
+    ``source`` names where ``config`` was read (default: the run's ``config.toml``).
 
     Raises:
         ConfigError: naming every changed field, its old and new value.
@@ -103,7 +104,8 @@ def check_unchanged(trained: str, config: RunConfig, run_dir: Path) -> None:
         raise ConfigError(
             f"the config of {str(run_dir)!r} differs from the one its checkpoint was trained"
             f" with in {', '.join(changed)}; only {', '.join(RESUMABLE_KEYS)} may change on"
-            f" resume: undo the change in {str(run_dir / CONFIG)!r}, or start a new run"
+            f" resume: undo the change in {source or repr(str(run_dir / CONFIG))}, or start a new"
+            " run"
         )
 
 

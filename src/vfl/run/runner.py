@@ -79,7 +79,7 @@ def train(
         RunStopped: if ``stop`` was requested.
     """
     if resume:
-        run_files = _resumable(config, run_dir)
+        run_files = resumable(config, run_dir)
         with _failures_recorded(run_files):
             composed = _compose(config, resume=True, probe=probe)
             return _train(config, composed, run_files, resume, stop)
@@ -174,15 +174,23 @@ def failure_message(error: BaseException, run_dir: Path) -> str:
     return failure_line(error)
 
 
-def _resumable(config: RunConfig, run_dir: Path) -> RunDirectory:
-    """The run folder to resume, once its checkpoint shows ``config`` may continue it."""
+def resumable(config: RunConfig, run_dir: Path, source: str = "") -> RunDirectory:
+    """The run folder to resume, once its checkpoint shows ``config`` may continue it.
+
+    Used by ``vfl run --resume`` and the deployed server's ``--resume`` alike; ``source``
+    names where ``config`` was read (default: the run's ``config.toml``).
+
+    Raises:
+        ConfigError: naming every key that differs from the checkpoint's config outside
+            ``folders.RESUMABLE_KEYS``, or epochs fewer than the checkpoint has done.
+    """
     if not run_dir.is_dir():
         raise ConfigError(f"--resume {str(run_dir)!r}: no such folder, so no run to resume")
     run_files = RunDirectory(run_dir)
     state = run_files.load_checkpoint(lazily=True)
     trained = state.get("config")
     if isinstance(trained, str) and trained:  # checkpoints of older versions hold no config
-        check_unchanged(trained, config, run_dir)
+        check_unchanged(trained, config, run_dir, source)
     done, position = int(state["epoch"]), int(state.get("position", 0))
     if config.train.epochs < done + (position > 0):
         where = f"round {position} of epoch {done + 1}" if position else f"the end of epoch {done}"
