@@ -249,6 +249,28 @@ def check_new(path: Path, *, allow: Collection[str] = ()) -> None:
     )
 
 
+def check_output(out: Path, *, force: bool, inputs: Collection[Path] = ()) -> None:
+    """Refuse to write ``out`` over one of the command's ``inputs``, or over a file unasked.
+
+    Raises:
+        ConfigError: naming ``out`` and the input it is, or the file that exists.
+    """
+    for source in inputs:
+        if _same_file(out, source):
+            raise ConfigError(
+                f"--out {str(out)!r} is the input {str(source)!r}: writing it would destroy"
+                " what is being read (--force does not change that); choose another --out"
+            )
+    if out.exists() and not force:
+        raise ConfigError(f"{out} already exists; choose another --out or pass --force")
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    if one.exists() and other.exists():
+        return os.path.samefile(one, other)
+    return one.resolve() == other.resolve()
+
+
 def expected(error: BaseException) -> bool:
     """Whether ``error`` is a failure vfl reports in one line (not a bug to report)."""
     return isinstance(error, VflError | OSError | KeyboardInterrupt)
