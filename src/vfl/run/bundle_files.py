@@ -18,7 +18,8 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from vfl.config import RunConfig
-from vfl.config.io import from_mapping, to_toml
+from vfl.config.applicability import saved_config
+from vfl.config.io import to_toml
 from vfl.errors import DataError
 
 FORMAT = "vfl-bundle/1"
@@ -59,7 +60,7 @@ def read_role(folder: Path, role: str) -> tuple[dict[str, Any], RunConfig]:
         raise DataError(f"{folder / MANIFEST} names no run fingerprint: not a complete bundle")
     raw = tomllib.loads(_text(folder / CONFIG))
     _check_fingerprint(folder / CONFIG, raw.pop(FINGERPRINT, None), manifest[FINGERPRINT])
-    return manifest, from_mapping(RunConfig, raw)
+    return manifest, saved_config(raw)
 
 
 def read_preprocessing(folder: Path, run: str) -> dict[str, Any]:
