@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from vfl.config.arguments import MAX_WAIT_S, check_argument
+from vfl.config.fields import Range
 from vfl.errors import ConfigError
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -205,6 +207,7 @@ def _serve(args: argparse.Namespace) -> int:
     from vfl.deploy.config import load_run_config
     from vfl.deploy.serve import serve
 
+    check_argument("--wait-s", args.wait_s, Range(gt=0, le=MAX_WAIT_S))
     _log_to_stderr()
     config, deployment = load_run_config(args.config, args.overrides)
     serve(config, deployment, args.model, port_file=args.port_file, wait_s=args.wait_s)
@@ -216,6 +219,7 @@ def _score(args: argparse.Namespace) -> int:
     from vfl.deploy.score_api import score_ids
     from vfl.deploy.tls import party_tls
 
+    check_argument("--timeout-s", args.timeout_s, Range(gt=0, le=MAX_WAIT_S))
     tls = party_tls(
         PartyTlsConfig(ca=args.ca, cert=args.cert, key=args.key, server_name=args.server_name)
     )
