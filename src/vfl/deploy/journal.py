@@ -15,10 +15,8 @@ the file is refused with its name, the byte offset and what to do, and is never 
 
 from __future__ import annotations
 
-import datetime
 import logging
 import os
-import shutil
 import struct
 import zlib
 from collections.abc import Iterator
@@ -26,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vfl.errors import ConfigError
+from vfl.results.files import keep_copy as kept_copy
 
 log = logging.getLogger(__name__)
 
@@ -95,13 +94,8 @@ def damaged(path: Path, offset: int, what: str) -> JournalDamaged:
 
 
 def keep_copy(path: Path, why: str) -> Path:
-    """Copy ``path`` to ``<name>.<why>-<UTC time>`` beside it (never over a file); the copy."""
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    copy, number = path.with_name(f"{path.name}.{why}-{stamp}"), 1
-    while copy.exists():
-        number += 1
-        copy = path.with_name(f"{path.name}.{why}-{stamp}-{number}")
-    shutil.copy2(path, copy)
+    """``results.files.keep_copy``, synced to disk."""
+    copy = kept_copy(path, why)
     sync(copy)
     return copy
 

@@ -352,7 +352,7 @@ def _fit(
 ) -> None:
     recoveries = 0
     while True:
-        has_epoch_zero = any(int(r["epoch"]) == 0 for r in run.read_metrics())
+        has_epoch_zero = any(int(r["epoch"]) == 0 for r in run.read_metrics(torn_tail=True))
         try:
             fit_as_configured(
                 session,

@@ -22,6 +22,7 @@ from vfl.config.io import read_toml, to_toml
 from vfl.errors import ConfigError
 from vfl.experiments.files import CHECKPOINT, CONFIG, ERROR, METRICS, SUMMARY, read_metrics
 from vfl.experiments.spec import SEED_KEY, Overrides, SweepSpec
+from vfl.results.files import RunFileError
 
 RunState = Literal["done", "partial", "superseded", "new"]
 """``done``: finished with the same config; ``partial``: a checkpoint to continue;
@@ -161,6 +162,24 @@ def run_state(run_dir: Path, config: RunConfig) -> RunState:
     return "superseded"
 
 
+def superseded_why(run_dir: Path, config: RunConfig) -> str:
+    """Why a ``superseded`` folder cannot be kept or continued, in a few words."""
+    try:
+        saved = saved_config(read_toml(run_dir / CONFIG))
+    except ConfigError:
+        return f"its {CONFIG} is missing or unreadable: it is no run of this sweep"
+    same = _without_epochs(_comparable(tomllib.loads(to_toml(saved)))) == _without_epochs(
+        _comparable(tomllib.loads(to_toml(config)))
+    )
+    if not same:
+        return "it holds a run of another config"
+    if not (run_dir / CHECKPOINT).exists():
+        return "it holds this run unfinished, without a checkpoint to continue from"
+    if math.isinf(recorded_epochs(run_dir)):
+        return f"its {METRICS} is damaged before its last line"
+    return "it recorded more epochs than this sweep asks for"
+
+
 def toml_value(value: Any) -> str:
     """A value as one-line TOML source text, e.g. ``0.001``, ``"adam"``, ``[64, 32]``."""
     if isinstance(value, list | tuple):
@@ -202,12 +221,16 @@ def _holds_only_an_error(run_dir: Path) -> bool:
 
 
 def recorded_epochs(run_dir: Path) -> float:
-    """The last epoch ``metrics.jsonl`` records (0 without one; infinite if it is cut short)."""
+    """The last epoch ``metrics.jsonl`` records (0 without one; infinite if it is damaged).
+
+    A last line a killed run cut short does not count: resuming drops it, as ``vfl run
+    --resume`` does.
+    """
     if not (run_dir / METRICS).exists():
         return 0
     try:
-        records = read_metrics(run_dir)
-    except ValueError:  # a line cut short by a kill: start afresh
+        records = read_metrics(run_dir, torn_tail=True)
+    except (ValueError, RunFileError):  # damaged before its last line: start afresh
         return math.inf
     return max((int(r["epoch"]) for r in records), default=0)
 

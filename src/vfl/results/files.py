@@ -18,9 +18,11 @@ finished run, a failed one, or any file the user put there is never overwritten.
 
 from __future__ import annotations
 
+import datetime
 import errno
 import json
 import os
+import shutil
 import traceback
 from collections.abc import Collection
 from pathlib import Path
@@ -86,42 +88,32 @@ class RunDirectory:
         with self.file(METRICS).open("a") as handle:
             handle.write(json.dumps(record, sort_keys=False) + "\n")
 
-    def read_metrics(self) -> list[dict[str, Any]]:
+    def read_metrics(self, *, torn_tail: bool = False) -> list[dict[str, Any]]:
         """All records of ``metrics.jsonl`` (empty if none yet).
+
+        ``torn_tail``: leave out a last line a killed process cut short (``read_records``).
 
         Raises:
             RunFileError: naming the line that is not a JSON record.
         """
-        return self._metrics(drop_cut_last_line=False)
+        path = self.file(METRICS)
+        return read_records(path, torn_tail=torn_tail) if path.exists() else []
 
     def truncate_metrics(self, rounds: int) -> None:
         """Keep only records of rounds ``<= rounds`` (before resuming from a checkpoint).
 
         A last line cut short (the process was killed while writing it) is dropped: it was
-        written after the checkpoint, so the resumed run writes it again.
+        written after the checkpoint, so the resumed run writes it again. When anything is
+        dropped, the file as it was is kept first (``metrics.jsonl.resumed-<UTC time>``).
         """
-        kept = [r for r in self._metrics(drop_cut_last_line=True) if int(r["round"]) <= rounds]
-        self.write_text(METRICS, "".join(json.dumps(r) + "\n" for r in kept))
-
-    def _metrics(self, *, drop_cut_last_line: bool) -> list[dict[str, Any]]:
         path = self.file(METRICS)
         if not path.exists():
-            return []
-        lines = [(n, line) for n, line in enumerate(path.read_text().splitlines(), 1) if line]
-        records = []
-        for n, line in lines:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                if drop_cut_last_line and n == lines[-1][0]:
-                    break
-                raise RunFileError(
-                    f"{str(path)!r} line {n} is not a JSON record ({error.msg}); a process"
-                    " killed while writing cuts the last line short: `vfl run --resume` drops"
-                    " such a line, else delete it"
-                ) from None
-            records.append(record)
-        return records
+            return
+        kept = [r for r in read_records(path, torn_tail=True) if int(r["round"]) <= rounds]
+        text = "".join(json.dumps(r) + "\n" for r in kept)
+        if text != path.read_text():
+            keep_copy(path, "resumed")
+            self.write_text(METRICS, text)
 
     def write_json(self, name: str, data: dict[str, Any]) -> None:
         """Write a JSON file atomically."""
@@ -215,6 +207,51 @@ class RunDirectory:
         """Remove what ``record_failure`` wrote (a resumed attempt replaces it)."""
         for name in (ERROR, TRACEBACK):
             self.file(name).unlink(missing_ok=True)
+
+
+def read_records(path: Path, *, torn_tail: bool = False) -> list[dict[str, Any]]:
+    """The JSON records of a JSON-lines file vfl appends to (one record and newline a write).
+
+    A last line without its newline that is not JSON is the torn tail a killed process leaves:
+    with ``torn_tail`` it is left out. Any other line that is not JSON is damage.
+
+    Raises:
+        RunFileError: naming the file and the line that is not a JSON record.
+    """
+    text = path.read_text()
+    lines = text.split("\n")
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as error:
+            if torn_tail and number == len(lines):  # the last line, without its newline
+                break
+            torn = number == len(lines)
+            raise RunFileError(
+                f"{str(path)!r} line {number} is not a JSON record ({error.msg}); "
+                + (
+                    "a process killed while writing cuts the last line short: `vfl run"
+                    " --resume` drops such a line (keeping a copy of the file), else delete it"
+                    if torn
+                    else "it is not the last line, so it was not cut short by a kill: the file"
+                    " is damaged; restore it, or delete the line"
+                )
+            ) from None
+    return records
+
+
+def keep_copy(path: Path, why: str) -> Path:
+    """Copy ``path`` to ``<name>.<why>-<UTC time>`` beside it (never over a file); the copy."""
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    copy, number = path.with_name(f"{path.name}.{why}-{stamp}"), 1
+    while copy.exists():
+        number += 1
+        copy = path.with_name(f"{path.name}.{why}-{stamp}-{number}")
+    shutil.copy2(path, copy)
+    return copy
 
 
 def check_new(path: Path, *, allow: Collection[str] = ()) -> None:
