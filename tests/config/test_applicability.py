@@ -89,7 +89,6 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
     "privacy.clip": ("2.0", [], PBM),
     "privacy.eval_fraction_bits": ("20", [], PBM),
     "privacy.sampler": ("'torch'", [], PBM),
-    "privacy.secure_aggregation": ("'off'", [], PBM),
     "privacy.randomness": ("'os'", [], PBM),
     "privacy.delta": ("1e-6", [], PBM),
     "privacy.gradient_noise.clip": ("2.0", [], ["privacy.gradient_noise.noise_multiplier=1.0"]),

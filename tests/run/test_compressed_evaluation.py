@@ -44,7 +44,7 @@ def test_evaluation_without_a_compressor_is_unchanged_by_the_setting() -> None:
     # Negative control: nothing to compress, so a deployment's 'auto' (on) sends the same bytes
     assert evaluation_bytes(deployed=True)[0] == evaluation_bytes()[0]
     # and asking for it explicitly is refused: it would not apply
-    with pytest.raises(ConfigError, match="compress.evaluation: 'on' does not apply"):
+    with pytest.raises(ConfigError, match=r"compress\.evaluation: 'on' does not apply"):
         load_config(None, ["compress.evaluation=on"])
 
 

@@ -153,7 +153,6 @@ APPLICABILITY: dict[type, tuple[Applies, ...]] = {
         Applies("clip", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
         Applies("eval_fraction_bits", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
         Applies("sampler", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
-        Applies("secure_aggregation", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
     ),
     GradientNoiseConfig: (Applies("clip", lambda g: g.enabled, "with noise_multiplier > 0"),),
     RatioScheduleConfig: (
@@ -199,7 +198,10 @@ APPLICABILITY: dict[type, tuple[Applies, ...]] = {
         ),
     ),
 }
-"""Every field that applies only under other settings, by the section class that holds it."""
+"""Every field that applies only under other settings, by the section class that holds it.
+
+``privacy.secure_aggregation = 'on'`` without PBM has a rule of its own with a better message,
+and ``'off'`` without PBM is what ``'auto'`` means there, so it is not listed."""
 
 S = TypeVar("S")
 _SAVED: ContextVar[bool] = ContextVar("saved_settings", default=False)

@@ -8,10 +8,10 @@ exponential backoff and jitter, logging how long it will keep trying, and gives 
 ``give_up_s`` seconds without the server (an address that accepts the connection and never
 answers counts as unreachable, within the same ``give_up_s``). What retrying cannot fix ends
 ``serve`` at once: a refusal of its credentials, a TLS handshake that fails on the certificates
-(on either side), and a server name that does not resolve before the first connection. A refusal because
-another process of the same party is connected is retried for a grace period (the other
-process may be a dead one the server has not noticed yet), then final. The party stops after
-answering ``Shutdown``.
+(on either side), and a server name that does not resolve before the first connection. A
+refusal because another process of the same party is connected is retried for a grace period
+(the other process may be a dead one the server has not noticed yet), then final. The party
+stops after answering ``Shutdown``.
 
 The link runs on gRPC's asyncio API, in the thread that calls ``serve``: it reads a request,
 computes the reply with the (synchronous) handler and writes the reply, all in that one thread.
