@@ -33,8 +33,10 @@ from vfl.results.files import (
     PARTITION,
     SUMMARY,
     RunDirectory,
+    RunFileError,
     check_new,
     failure_line,
+    keep_copy,
 )
 from vfl.results.summary import Target
 from vfl.run.budget import check_planned, epoch_limit
@@ -82,6 +84,7 @@ def train(
         run_files = resumable(config, run_dir)
         with _failures_recorded(run_files):
             composed = _compose(config, resume=True, probe=probe)
+            _keep_a_finished_summary(run_files, config)
             return _train(config, composed, run_files, resume, stop)
     check_new(run_dir)
     composed = _compose(config, resume=False, probe=probe)
@@ -160,6 +163,22 @@ def _failures_recorded(run_files: RunDirectory) -> Iterator[None]:
     except BaseException as error:
         run_files.record_failure(error, failure_message(error, run_files.path))
         raise
+
+
+def _keep_a_finished_summary(run_files: RunDirectory, config: RunConfig) -> None:
+    """Before a finished run trains more epochs, keep its summary (``summary.json.resumed-*``).
+
+    ``vfl sweep`` keeps it as ``summary.epochs<E>.json`` before it resumes, so finds none here.
+    """
+    path = run_files.file(SUMMARY)
+    if not path.exists():
+        return
+    try:
+        epochs = int(run_files.read_json(SUMMARY).get("epochs", 0))
+    except (RunFileError, TypeError, ValueError):
+        epochs = 0  # unreadable: keep it whatever it says
+    if epochs < config.train.epochs:
+        keep_copy(path, "resumed")
 
 
 def failure_message(error: BaseException, run_dir: Path) -> str:
