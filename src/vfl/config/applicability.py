@@ -249,8 +249,9 @@ def value_and_default(section: object, key: str) -> tuple[object, object]:
     for part in path:
         holder = getattr(holder, part)
     (field,) = (f for f in dataclasses.fields(holder) if f.name == name)  # type: ignore[arg-type]
-    if field.default is dataclasses.MISSING:
-        return getattr(holder, name), field.default_factory()  # type: ignore[misc]
+    factory = field.default_factory
+    if field.default is dataclasses.MISSING and callable(factory):
+        return getattr(holder, name), factory()
     return getattr(holder, name), field.default
 
 
