@@ -1,4 +1,5 @@
-"""Every command checks all its arguments before it changes a file: ``vfl certs --force`` first.
+"""Every command checks all its arguments before it changes a file: ``vfl certs --force`` first,
+and ``vfl launch`` into a folder that is not its own.
 
 Each case runs ``vfl`` as a real process over a folder that holds a working CA, keys and tokens,
 with ``--force`` and one bad argument: it must exit 2 naming the value, print no traceback, and
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.runs import snapshot
+from tests.deploy.scenario import make_scenario
 
 TIMEOUT_S = 60
 
@@ -83,3 +85,20 @@ def test_certs_with_force_and_good_arguments_does_move_the_files(tmp_path: Path)
     (aside,) = tmp_path.glob("replaced-*")
     assert snapshot(aside) == before
     assert (tmp_path / "ca.key").read_bytes() != before["ca.key"]
+
+
+def test_launch_into_a_users_folder_writes_nothing_there(tmp_path: Path) -> None:
+    # Prepare: the run folder holds the user's own notes
+    scenario = make_scenario(tmp_path / "deployment", num_parties=1)
+    run_dir = tmp_path / "mine"
+    run_dir.mkdir()
+    (run_dir / "notes.txt").write_text("mine\n")
+
+    # Execute
+    result = vfl("launch", str(scenario.run_toml), "--run-dir", str(run_dir))
+
+    # Assert: refused before the logs folder (or anything) goes in
+    assert result.returncode == 2
+    assert "'notes.txt'" in result.stderr and "Traceback" not in result.stderr
+    assert snapshot(run_dir) == {"notes.txt": b"mine\n"}
+    assert [p.name for p in run_dir.iterdir()] == ["notes.txt"]
