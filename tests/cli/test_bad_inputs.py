@@ -250,7 +250,9 @@ def certs(*extra: str) -> Callable[[Workspace], list[str]]:
 def trained_deployment(workspace: Workspace) -> Scenario:
     """A deployment of its own trained for one epoch (the first case that needs it trains it)."""
     if not workspace.trained:
-        deployment = make_scenario(workspace.root / "trained", epochs=1)
+        deployment = make_scenario(
+            workspace.root / "trained", num_parties=1, rows=(120, 40), epochs=1
+        )
         launch = ["launch", str(deployment.run_toml), "--run-dir", str(deployment.run_dir)]
         result = _vfl(launch, cwd=deployment.root, timeout=240)
         assert result.returncode == 0, result.stderr

@@ -21,8 +21,9 @@ from tests.deploy.scenario import Scenario, make_scenario, run_launch
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    """A two-party deployment that trained one epoch with lr 0.02."""
-    scenario = make_scenario(tmp_path_factory.mktemp("deployed-resume") / "d", epochs=1)
+    """A one-party deployment that trained one epoch with lr 0.02."""
+    root = tmp_path_factory.mktemp("deployed-resume")
+    scenario = make_scenario(root / "d", num_parties=1, rows=(120, 40), epochs=1)
     result = run_launch(scenario)
     assert result.returncode == 0, result.stderr
     return scenario
