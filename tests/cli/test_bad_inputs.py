@@ -1,26 +1,36 @@
 """The command line on a table of bad inputs: every one ends in one clear line, never a traceback.
 
 Each case runs ``vfl`` as a real process on a prepared workspace and must: exit with a non-zero
-status within 30 s, print no traceback, and print a ``vfl: error:`` line that names the offending
-key, file, value or party (the case's expected fragment).
+status within 30 s (every wait the case meets is bounded), print no traceback, and print a
+``vfl: error:`` line that names the offending key, file, value or party (the case's expected
+fragment). The classes: config files and values, settings that do not apply, data files, run
+folders, resume, sweeps and Ray, deployment and deployed resume, certificates, prediction and
+online scoring, attacks. Cases that could lose a file have their own tests that nothing is
+lost (``test_check_before_move.py``, ``test_predict_inputs.py``, ``tests/deploy``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import socket
 import subprocess
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
 from tests.deploy.scenario import Scenario, make_scenario
 from tests.run.variants import write_run_config
+from vfl.deploy.releases import FILE_NAME, id_keys, open_journal
+from vfl.privacy.events import PbmEvent
 
 TIMEOUT_S = 30
 
@@ -34,6 +44,8 @@ class Workspace:
     table: Path
     finished: Path  # a finished run (1 epoch) with bundles
     deployment: Scenario
+    silent: str  # an address that accepts connections and never answers
+    trained: list[Scenario] = field(default_factory=list)  # a deployment trained, once needed
 
 
 @dataclass(frozen=True)
@@ -177,6 +189,114 @@ def into_users_folder(workspace: Workspace) -> list[str]:
     folder.mkdir(exist_ok=True)
     (folder / "config.toml").write_text("# the user's own config\n")
     return ["run", str(workspace.config), "--run-dir", str(folder)]
+
+
+def predict_on(name: str, text: str, *extra: str) -> Callable[[Workspace], list[str]]:
+    def args(workspace: Workspace) -> list[str]:
+        data = with_file(name, text)(workspace)
+        out = str(workspace.root / f"{name}.out.csv")
+        return ["predict", str(workspace.finished), "--data", str(data), "--out", out, *extra]
+
+    return args
+
+
+def predict_over_its_input(workspace: Workspace) -> list[str]:
+    data = with_file("own.csv", "id,income,debt,region,age\nc1,50,20,north,30\n")(workspace)
+    return ["predict", str(workspace.finished), "--data", str(data), "--out", str(data), "--force"]
+
+
+def weights_of_another_run(workspace: Workspace) -> list[str]:
+    """The finished run with party 1's weights stamped as another run's (same architecture)."""
+    target = copy_of_finished(workspace, "swapped")
+    weights = target / "bundle" / "party-1" / "weights.safetensors"
+    save_file(load_file(str(weights)), str(weights), metadata={"fingerprint": "0" * 64})
+    return ["predict", str(target)]
+
+
+def serve(*extra: str) -> Callable[[Workspace], list[str]]:
+    def args(workspace: Workspace) -> list[str]:
+        toml = str(workspace.deployment.run_toml)
+        return ["serve", "--config", toml, "--model", str(workspace.finished), *extra]
+
+    return args
+
+
+def score(address: Callable[[Workspace], str], *extra: str) -> Callable[[Workspace], list[str]]:
+    def args(workspace: Workspace) -> list[str]:
+        pki = workspace.deployment.pki
+        files = ["--ca", str(pki.ca_cert), "--cert", str(pki.parties[1].cert)]
+        return ["score", address(workspace), "x", *files, "--key", str(pki.parties[1].key), *extra]
+
+    return args
+
+
+def ray_sweep(*extra: str) -> Callable[[Workspace], list[str]]:
+    def args(workspace: Workspace) -> list[str]:
+        path = workspace.root / "ray.toml"
+        path.write_text(f'base = "{workspace.config}"\nname = "r"\n')
+        return ["sweep", str(path), "--executor", "ray", *extra]
+
+    return args
+
+
+def certs(*extra: str) -> Callable[[Workspace], list[str]]:
+    def args(workspace: Workspace) -> list[str]:
+        out = str(workspace.deployment.pki.ca_cert.parent)
+        return ["certs", "--out", out, "--parties", "1", "2", "--force", *extra]
+
+    return args
+
+
+def trained_deployment(workspace: Workspace) -> Scenario:
+    """A deployment of its own trained for one epoch (the first case that needs it trains it)."""
+    if not workspace.trained:
+        deployment = make_scenario(
+            workspace.root / "trained", num_parties=1, rows=(120, 40), epochs=1
+        )
+        launch = ["launch", str(deployment.run_toml), "--run-dir", str(deployment.run_dir)]
+        result = _vfl(launch, cwd=deployment.root, timeout=240)
+        assert result.returncode == 0, result.stderr
+        workspace.trained.append(deployment)
+    return workspace.trained[0]
+
+
+def deployed_resume(*sets: str) -> Callable[[Workspace], list[str]]:
+    def args(workspace: Workspace) -> list[str]:
+        trained = trained_deployment(workspace)
+        flags = [a for s in sets for a in ("--set", s)]
+        toml, run_dir = str(trained.run_toml), str(trained.run_dir)
+        return ["server", "--config", toml, "--run-dir", run_dir, "--resume", *flags]
+
+    return args
+
+
+def party_resume(*sets: str) -> Callable[[Workspace], list[str]]:
+    def args(workspace: Workspace) -> list[str]:
+        trained = trained_deployment(workspace)
+        flags = [a for s in sets for a in ("--set", s)]
+        toml = str(trained.party_tomls[1])
+        return ["party", "--config", toml, "--resume", "--server", "127.0.0.1:1", *flags]
+
+    return args
+
+
+def damaged_journal(workspace: Workspace) -> list[str]:
+    """A release journal with one bit flipped in the middle of three releases."""
+    folder = workspace.root / "journal"
+    folder.mkdir(exist_ok=True)
+    path = folder / FILE_NAME
+    path.unlink(missing_ok=True)
+    journal = open_journal(path, id_keys([b"a", b"b", b"c"]))[0]
+    event = PbmEvent(trials=16, beta=0.05, parties=2, dimension=4)
+    for rows in ([0], [1, 2], [0]):
+        journal.append(np.array(rows, dtype=np.int64), event)
+    journal.close()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+    sets = [f"--set=privacy.journal_dir={folder}", f"--set=state_dir={workspace.root / 'st'}"]
+    toml = str(workspace.deployment.party_tomls[1])
+    return ["party", "--config", toml, "--server", "127.0.0.1:1", *sets]
 
 
 CASES: dict[str, Case] = {
@@ -373,27 +493,121 @@ CASES: dict[str, Case] = {
         "debt",
     ),
     "fetch an unknown data set": Case(lambda w: ["data", "fetch", "nosuch"], "nosuch"),
+    "predict an unseen category with --strict": Case(
+        predict_on("codes.csv", "id,income,debt,region,age\nc1,50,20,7,30\n", "--strict"),
+        "--strict",
+    ),
+    "predict writing over its input": Case(predict_over_its_input, "is the input"),
+    "predict with weights of another run": Case(weights_of_another_run, "comes from another run"),
+    # online scoring
+    "serve waiting NaN seconds": Case(serve("--wait-s", "nan"), "--wait-s"),
+    "serve waiting forever": Case(serve("--wait-s", "inf"), "--wait-s"),
+    "score with an infinite timeout": Case(
+        score(lambda w: "127.0.0.1:1", "--timeout-s", "inf"), "--timeout-s"
+    ),
+    "score at a silent address": Case(
+        score(lambda w: w.silent, "--timeout-s", "2"), "DEADLINE_EXCEEDED"
+    ),
+    # attacks bounded by the data
+    "model completion with more labels than rows": Case(
+        lambda w: run(w, "attack.name=model_completion", "attack.model_completion.labels=100000"),
+        "attack.model_completion.labels",
+    ),
+    "label inference with more known positives than the data has": Case(
+        lambda w: run(
+            w, "attack.name=label_inference", "attack.label_inference.known_positives=100000"
+        ),
+        "attack.label_inference.known_positives",
+    ),
+    # settings that do not apply, and numbers out of range
+    "lr_gamma under the constant schedule": Case(
+        lambda w: run(w, "train.optimizer.lr_gamma=0.5"), "train.optimizer.lr_gamma"
+    ),
+    "checkpoint_every with checkpoints off": Case(
+        lambda w: run(w, "train.checkpoint=false", "train.checkpoint_every=5"),
+        "train.checkpoint_every",
+    ),
+    "compressor bits without a compressor": Case(
+        lambda w: run(w, "compress.embedding.bits=4"), "compress.embedding.bits"
+    ),
+    "an attack setting without the attack": Case(
+        lambda w: run(w, "attack.model_completion.epochs=5"), "attack.model_completion.epochs"
+    ),
+    "a hundred thousand threads": Case(lambda w: run(w, "train.threads=100000"), "train.threads"),
+    # sweeps on Ray
+    "a Ray address that is not Ray": Case(
+        lambda w: ray_sweep("--address", w.silent, "--connect-timeout-s", "2")(w), "--address"
+    ),
+    "Ray CPUs per run not a number": Case(ray_sweep("--cpus-per-run", "nan"), "--cpus-per-run"),
+    "a sweep with a NaN connect timeout": Case(
+        ray_sweep("--address", "127.0.0.1:1", "--connect-timeout-s", "nan"), "--connect-timeout-s"
+    ),
+    # certificates: every argument checked before a file moves
+    "certs with a space in a server name": Case(
+        certs("--server-name", "a b"), "invalid server name 'a b'"
+    ),
+    "certs with a non-ASCII server name": Case(certs("--server-name", "bücher.example"), "IDNA"),
+    "certs for ten million days": Case(certs("--days", "10000000"), "--days"),
+    # deployment: resume, journal
+    "deployed resume changing the learning rate": Case(
+        deployed_resume("train.optimizer.lr=0.5"), "train.optimizer.lr (0.02 -> 0.5)"
+    ),
+    "party resume with other columns": Case(
+        party_resume('data.columns=["income"]'), "data.columns"
+    ),
+    "party with a damaged release journal": Case(damaged_journal, "is damaged at byte"),
 }
 
 
+@contextlib.contextmanager
+def silent_listener() -> Iterator[str]:
+    """An address that accepts TCP connections and never sends a byte."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.1)
+    held: list[socket.socket] = []
+    done = threading.Event()
+
+    def accept() -> None:
+        while not done.is_set():
+            with contextlib.suppress(OSError):
+                held.append(server.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        done.set()
+        thread.join()
+        for connection in held:
+            connection.close()
+        server.close()
+
+
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
     root = tmp_path_factory.mktemp("bad-inputs")
     config = write_run_config(root)
     finished = root / "finished"
     result = _vfl(["run", str(config), "--run-dir", str(finished), "--set", "train.epochs=2"])
     assert result.returncode == 0, result.stderr
     deployment = make_scenario(root / "deployment")
-    return Workspace(root, config, root / "table.csv", finished, deployment)
+    with silent_listener() as silent:
+        yield Workspace(root, config, root / "table.csv", finished, deployment, silent)
 
 
-def _vfl(args: list[str]) -> subprocess.CompletedProcess[str]:
+def _vfl(
+    args: list[str], *, cwd: Path | None = None, timeout: float = TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "vfl.cli", *args],
         capture_output=True,
         text=True,
-        timeout=TIMEOUT_S,
+        timeout=timeout,
         check=False,
+        cwd=cwd,
     )
 
 

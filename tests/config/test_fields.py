@@ -166,7 +166,14 @@ def test_every_declared_constraint_is_checked(build: Any, key: str) -> None:
 def test_from_mapping_still_converts_annotated_fields() -> None:
     # Execute
     train = from_mapping(TrainConfig, {"epochs": 3, "optimizer": {"lr": 1}})
-    config = load_config(None, ["model.bottom.hidden=[32, 16]", "target.latencies_ms=[1, 2]"])
+    config = load_config(
+        None,
+        [
+            "model.bottom.hidden=[32, 16]",
+            "target.metric=test_accuracy",
+            "target.latencies_ms=[1, 2]",
+        ],
+    )
 
     # Assert
     assert train.epochs == 3

@@ -28,8 +28,9 @@ RULES = [
     (["protocol.schedule=sequential", "protocol.labels=shared"], "protocol.schedule"),
     (["target.stop=true"], "target.stop"),
     # compressors and their schedules
-    ([f"{EMBEDDING}.low=1.0", f"{EMBEDDING}.high=0.5"], f"{EMBEDDING}.high"),
-    ([f"{EMBEDDING}.schedule=steps"], f"{EMBEDDING}.steps"),
+    ([*LATTICE, f"{EMBEDDING}.range=fixed", f"{EMBEDDING}.low=1.0", f"{EMBEDDING}.high=0.5"],
+     f"{EMBEDDING}.high"),
+    ([*LATTICE, f"{EMBEDDING}.schedule=steps"], f"{EMBEDDING}.steps"),
     ([f"{EMBEDDING}.name=gzip"], f"{EMBEDDING}.name"),
     ([f"{EMBEDDING}.name=lattice", f"{EMBEDDING}.bits=9"], f"{EMBEDDING}.bits"),
     ([f"{EMBEDDING}.name=scalar"], f"{EMBEDDING}.bits"),
@@ -46,7 +47,7 @@ RULES = [
       "lightweight.alpha.end_round=3"], "lightweight.alpha.end_round"),
     (["lightweight.party=[{party = 1}, {party = 1}]"], "lightweight.party"),
     # between sections
-    (["privacy.secure_aggregation=on"], "model.head.fusion"),
+    (["privacy.mechanism=pbm", "privacy.secure_aggregation=on"], "model.head.fusion"),
     (["privacy.secure_aggregation=on", "model.head.fusion=sum"], "privacy.secure_aggregation"),
     (["privacy.mechanism=pbm"], "model.head.fusion"),
     (PBM[:2], "model.bottom.output_activation"),

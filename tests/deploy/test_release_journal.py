@@ -1,4 +1,9 @@
-"""A party's release journal on disk: counts by sample ID survive restarts and table edits."""
+"""A party's release journal on disk: counts by sample ID survive restarts and table edits.
+
+Every record carries checksums: an incomplete last record (a kill mid-write) is dropped after a
+copy of the file is kept; a record that fails its checksum anywhere refuses the journal, naming
+the file and the offset, and leaves it as it is.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +15,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vfl.deploy.releases import MAGIC, ReleaseFile, id_keys, open_journal
+from vfl.deploy.journal import JournalDamaged, frame
+from vfl.deploy.releases import MAGIC, MAGIC_V3, ReleaseFile, id_keys, open_journal
 from vfl.errors import ConfigError
 from vfl.privacy.events import PbmEvent
 
 EVENT = PbmEvent(trials=16, beta=0.05, parties=4, dimension=2)
 OTHER = PbmEvent(trials=4, beta=0.01, parties=1, dimension=2)
 KEYS = id_keys([b"a", b"b", b"c", b"d", b"e"])
-EVENT_RECORD = 1 + 20
+FRAMING = 1 + 4 + 4 + 4  # tag, length, head checksum, body checksum
+EVENT_RECORD = FRAMING + 20
 
 
 def release_record(rows: int) -> int:
-    return 1 + 4 + 8 * rows
+    return FRAMING + 8 * rows
 
 
 def released(path: Path, *batches: tuple[list[int], PbmEvent], keys: np.ndarray = KEYS) -> None:
@@ -107,19 +114,118 @@ def test_a_torn_last_record_is_dropped_with_a_warning_and_appends_go_on(
     released(path, ([0, 1], EVENT), ([1], EVENT))
     whole = path.stat().st_size
     with path.open("ab") as handle:
-        handle.write((b"R" + np.array([2], dtype="<u4").tobytes() + bytes(16))[:13])
+        handle.write(frame(b"R", KEYS[[2, 3]].astype("<u8").tobytes())[:13])
+    torn = path.read_bytes()
 
     # Execute
-    with caplog.at_level(logging.WARNING, logger="vfl.deploy.releases"):
+    with caplog.at_level(logging.WARNING, logger="vfl.deploy.journal"):
         journal, uses, _, _ = open_journal(path, KEYS)
     journal.append(np.array([3], dtype=np.int64), EVENT)
     journal.close()
 
-    # Assert
+    # Assert: dropped, with the file as it was kept beside it
     assert uses.tolist() == [1, 2, 0, 0, 0]
-    assert "ends in a torn record (13 bytes)" in caplog.text
+    assert "ends in an incomplete record (13 bytes" in caplog.text
+    (copy,) = tmp_path.glob("releases.bin.torn-*")
+    assert copy.read_bytes() == torn
     assert open_journal(path, KEYS)[1].tolist() == [1, 2, 0, 1, 0]
     assert path.stat().st_size == whole + release_record(1)
+
+
+@pytest.mark.parametrize("where", ["head", "body"])
+def test_a_bit_flipped_in_a_middle_record_refuses_the_journal_and_cuts_nothing(
+    tmp_path: Path, where: str
+) -> None:
+    # Prepare: three releases; one bit of the second flips (in its length, or in a key)
+    path = tmp_path / "releases.bin"
+    released(path, ([0, 1], EVENT), ([1, 2, 3], EVENT), ([4], EVENT))
+    second = len(MAGIC) + EVENT_RECORD + release_record(2)
+    data = bytearray(path.read_bytes())
+    data[second + (1 if where == "head" else 9 + 8)] ^= 0x04
+    path.write_bytes(bytes(data))
+
+    # Execute
+    with pytest.raises(JournalDamaged) as caught:
+        open_journal(path, KEYS)
+
+    # Assert: the message names the file, the offset and what to do; nothing is cut or copied
+    message = str(caught.value)
+    assert f"{str(path)!r} is damaged at byte {second}" in message
+    assert "never cuts such a file short" in message and "Restore it from a backup" in message
+    assert path.read_bytes() == bytes(data)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["releases.bin"]
+
+
+def test_a_bit_flipped_in_the_last_complete_record_is_damage_too(tmp_path: Path) -> None:
+    # Prepare
+    path = tmp_path / "releases.bin"
+    released(path, ([0, 1], EVENT), ([4], EVENT))
+    data = bytearray(path.read_bytes())
+    data[-6] ^= 0x01  # inside the key of the last release
+
+    # Execute / Assert
+    path.write_bytes(bytes(data))
+    with pytest.raises(JournalDamaged, match="body's checksum does not match"):
+        open_journal(path, KEYS)
+    assert path.read_bytes() == bytes(data)
+
+
+def test_a_bit_flipped_in_a_torn_tail_still_opens(tmp_path: Path) -> None:
+    # Prepare: the negative control of the test above: the flipped bit is in the incomplete
+    # record a kill left, which never left the party
+    path = tmp_path / "releases.bin"
+    released(path, ([0, 1], EVENT), ([4], EVENT))
+    whole = path.read_bytes()
+    tail = bytearray(frame(b"R", KEYS[[2, 3]].astype("<u8").tobytes())[:20])
+    tail[15] ^= 0x80
+    path.write_bytes(whole + bytes(tail))
+
+    # Execute
+    _, uses, _, _ = open_journal(path, KEYS)
+
+    # Assert
+    assert uses.tolist() == [1, 1, 0, 0, 1]
+    assert path.read_bytes() == whole
+    assert [p.read_bytes() for p in tmp_path.glob("releases.bin.torn-*")] == [whole + tail]
+
+
+def test_a_tail_of_zeros_a_power_loss_leaves_is_a_torn_tail(tmp_path: Path) -> None:
+    # Prepare
+    path = tmp_path / "releases.bin"
+    released(path, ([0], EVENT))
+    whole = path.read_bytes()
+    path.write_bytes(whole + bytes(40))
+
+    # Execute
+    uses = open_journal(path, KEYS)[1]
+
+    # Assert
+    assert uses.tolist() == [1, 0, 0, 0, 0]
+    assert path.read_bytes() == whole
+
+
+def test_a_version_3_journal_is_read_and_upgraded_after_a_copy_is_kept(tmp_path: Path) -> None:
+    # Prepare: version 3 (no checksums): a setting, a release of rows 0 and 2, an exact run of
+    # row 1, and a torn release
+    path = tmp_path / "releases.bin"
+    setting = b"E" + np.array([16], "<u4").tobytes() + np.array([0.05], "<f8").tobytes()
+    setting += np.array([4, 2], "<u4").tobytes()
+    release = b"R" + np.array([2], "<u4").tobytes() + KEYS[[0, 2]].astype("<u8").tobytes()
+    exact = b"X" + np.array([1], "<u4").tobytes() + KEYS[[1]].astype("<u8").tobytes()
+    old = MAGIC_V3 + setting + release + exact + release[:7]
+    path.write_bytes(old)
+
+    # Execute
+    journal, uses, exact_runs, events = open_journal(path, KEYS)
+    journal.append(np.array([4], dtype=np.int64), EVENT)
+    journal.close()
+
+    # Assert: the same counts; the old file kept whole; version 4 from now on
+    assert uses.tolist() == [1, 0, 1, 0, 0] and exact_runs.tolist() == [0, 1, 0, 0, 0]
+    assert events == {EVENT}
+    assert [p.read_bytes() for p in tmp_path.glob("releases.bin.v3-*")] == [old]
+    assert path.read_bytes().startswith(MAGIC)
+    assert open_journal(path, KEYS)[1].tolist() == [1, 0, 1, 0, 1]
 
 
 def test_a_journal_without_torn_records_is_left_as_it_is(
@@ -131,12 +237,13 @@ def test_a_journal_without_torn_records_is_left_as_it_is(
     before = path.read_bytes()
 
     # Execute
-    with caplog.at_level(logging.WARNING, logger="vfl.deploy.releases"):
+    with caplog.at_level(logging.WARNING, logger="vfl.deploy.journal"):
         open_journal(path, KEYS)[0].close()
 
     # Assert
     assert path.read_bytes() == before
     assert caplog.text == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["releases.bin"]
 
 
 def test_a_write_that_fails_is_taken_back_and_the_journal_goes_on(
@@ -200,12 +307,12 @@ def test_a_file_that_is_not_a_journal_is_refused_naming_it(tmp_path: Path) -> No
     assert path.read_bytes() == b"not a journal at all"
 
 
-def test_a_journal_with_an_unknown_record_is_refused_as_corrupt(tmp_path: Path) -> None:
+def test_a_journal_with_an_unknown_record_is_refused_as_damaged(tmp_path: Path) -> None:
     # Prepare
     path = tmp_path / "releases.bin"
     released(path, ([0], EVENT))
     with path.open("ab") as handle:
-        handle.write(b"Z" * 12)
+        handle.write(frame(b"Z", bytes(12)))
 
     # Execute / Assert
     offset = len(MAGIC) + EVENT_RECORD + release_record(1)
@@ -213,13 +320,11 @@ def test_a_journal_with_an_unknown_record_is_refused_as_corrupt(tmp_path: Path) 
         open_journal(path, KEYS)
 
 
-def test_a_journal_with_an_invalid_setting_is_refused_as_corrupt(tmp_path: Path) -> None:
-    # Prepare
+def test_a_journal_with_an_invalid_setting_is_refused_as_damaged(tmp_path: Path) -> None:
+    # Prepare: a setting of trials = 0, with valid checksums
     path = tmp_path / "releases.bin"
-    released(path, ([0], EVENT))
-    data = bytearray(path.read_bytes())
-    data[len(MAGIC) + 1 : len(MAGIC) + 5] = bytes(4)  # trials = 0
-    path.write_bytes(bytes(data))
+    setting = np.array([0], "<u4").tobytes() + np.array([0.05], "<f8").tobytes()
+    path.write_bytes(MAGIC + frame(b"E", setting + np.array([4, 2], "<u4").tobytes()))
 
     # Execute / Assert
     with pytest.raises(ConfigError, match=f"holds an invalid setting at byte {len(MAGIC)}"):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -63,9 +65,10 @@ def test_a_dry_run_after_a_config_edit_names_what_happens_to_each_folder(tmp_pat
     lines = log.getvalue().splitlines()
     assert lines[0].startswith("sweep tiny: 5 runs (1 keep, 1 resume, 1 extend, 1 move, 1 create)")
     assert lines[1] == "  keep     a__seed0 (finished with this config)"
-    assert re.fullmatch(
-        rf"  move     b__seed0 -> {MOVED.pattern} \(it holds another run; runs afresh\)", lines[2]
+    moved = (
+        rf"  move     b__seed0 -> {MOVED.pattern} \(it holds a run of another config; runs afresh\)"
     )
+    assert re.fullmatch(moved, lines[2])
     assert lines[3] == (
         "  extend   d__seed0 (finished with fewer epochs; keeps summary.json as"
         " summary.epochs1.json, checkpoint.pt as checkpoint.epochs1.pt, continues)"
@@ -156,3 +159,59 @@ def test_a_failed_start_is_retried_in_its_folder_without_moving_it_aside(tmp_pat
         "good__seed0",
     ]
     assert "no-such.csv" in (spec.folder / "gone__seed0" / "error.txt").read_text()
+
+
+def vfl_process(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "vfl.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def interrupted_run(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A sweep of one run that was stopped before its summary: the sweep file, the run's
+    metrics.jsonl and its text."""
+    path = write_sweep(tmp_path, sweep_body({"a": CASES["a"]}))
+    spec = read_sweep(path)
+    assert not run_sweep(spec, log=io.StringIO()).failed
+    run = spec.folder / "a__seed0"
+    (run / "summary.json").unlink()
+    metrics = run / "metrics.jsonl"
+    return path, metrics, metrics.read_text()
+
+
+def test_a_run_whose_only_damage_is_a_torn_last_metrics_line_is_continued(tmp_path: Path) -> None:
+    # Prepare: a kill while the run wrote a record left its last line cut short
+    path, metrics, whole = interrupted_run(tmp_path)
+    metrics.write_text(whole + '{"epoch": 3, "round": 9')
+
+    # Execute
+    result = vfl_process("sweep", str(path))
+
+    # Assert: resumed as `vfl run --resume` would, the cut line dropped after a copy was kept
+    assert result.returncode == 0, result.stderr
+    assert "(0 keep, 1 resume, 0 extend, 0 move, 0 create)" in result.stderr + result.stdout
+    assert not list(metrics.parent.parent.glob("*.superseded-*"))
+    assert metrics.read_text() == whole
+    (copy,) = metrics.parent.glob("metrics.jsonl.resumed-*")
+    assert copy.read_text() == whole + '{"epoch": 3, "round": 9'
+
+
+def test_a_run_damaged_before_its_last_metrics_line_is_moved_aside_saying_so(
+    tmp_path: Path,
+) -> None:
+    # Prepare: the negative control: the cut line is not the last one
+    path, metrics, whole = interrupted_run(tmp_path)
+    metrics.write_text('{"epoch": 0, "rou\n' + whole)
+
+    # Execute
+    result = vfl_process("sweep", str(path), "--dry-run")
+
+    # Assert
+    assert result.returncode == 0, result.stderr
+    assert "its metrics.jsonl is damaged before its last line; runs afresh" in (
+        result.stderr + result.stdout
+    )

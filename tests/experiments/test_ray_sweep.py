@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +31,7 @@ from tests.experiments.sweeps import write_sweep
 from tests.experiments.test_sweep import RUNS, TWO_RUNS, vfl
 from vfl.cli import main
 from vfl.errors import ConfigError
-from vfl.experiments.ray_executor import RayOptions
+from vfl.experiments.ray_executor import RayOptions, _check_reachable
 from vfl.experiments.spec import read_sweep
 from vfl.experiments.sweep import run_sweep
 
@@ -198,6 +199,71 @@ def test_an_address_nothing_listens_on_stops_the_sweep_before_it_writes(tmp_path
 
     # Assert
     assert not spec.folder.exists()
+
+
+@contextlib.contextmanager
+def silent_listener() -> Iterator[str]:
+    """An address that accepts TCP connections and never sends a byte (no Ray, no anything)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.1)
+    held: list[socket.socket] = []
+    done = threading.Event()
+
+    def accept() -> None:
+        while not done.is_set():
+            with contextlib.suppress(OSError):
+                held.append(server.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        done.set()
+        thread.join()
+        for connection in held:
+            connection.close()
+        server.close()
+
+
+@needs_ray
+def test_an_address_that_is_not_ray_fails_within_its_stated_timeout_naming_it(
+    tmp_path: Path,
+) -> None:
+    # Prepare: a port that accepts connections and stays silent (Ray waited minutes on it)
+    path = write_sweep(tmp_path, TWO_RUNS)
+    command = [sys.executable, "-m", "vfl.cli", "sweep", str(path), "--executor", "ray"]
+
+    # Execute
+    with silent_listener() as address:
+        started = time.monotonic()
+        result = subprocess.run(
+            [*command, "--address", address, "--connect-timeout-s", "2"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        elapsed = time.monotonic() - started
+
+    # Assert: refused in one line naming the address and the timeout, in seconds not minutes
+    assert result.returncode == 2, result.stderr
+    assert f"--address '{address}': no Ray cluster answered within 2 s" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert elapsed < 40
+    assert not read_sweep(path).folder.exists()
+
+
+@needs_ray
+@pytest.mark.slow
+def test_a_ray_clusters_address_passes_the_check(tmp_path: Path) -> None:
+    # Negative control of the test above: a real cluster (in token mode) answers the probe
+    with ray_head(tmp_path / "ray-head.log") as address:
+        started = time.monotonic()
+        _check_reachable(address, 30.0)
+        assert time.monotonic() - started < 30
 
 
 def test_without_ray_installed_executor_ray_says_how_to_install_it_and_writes_nothing(

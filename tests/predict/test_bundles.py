@@ -118,6 +118,22 @@ def test_parts_of_two_runs_are_never_combined(tmp_path: Path) -> None:
         Model.load(first)
 
 
+@pytest.mark.parametrize(
+    "name", ["party-2/weights.safetensors", "party-1/config.toml", "party-2/preprocessing.json"]
+)
+def test_a_file_swapped_for_another_runs_is_refused_naming_it(tmp_path: Path, name: str) -> None:
+    # Prepare: one file of the first run's bundle replaced by the same file of another run,
+    # whose manifest still names the first run (weights that fit the same architecture)
+    first = trained_run(tmp_path / "a")
+    second = trained_run(tmp_path / "b", "train.seed=1")
+    shutil.copy(second / BUNDLE / name, first / BUNDLE / name)
+
+    # Execute / Assert
+    with pytest.raises(DataError, match=f"{name} comes from another run") as caught:
+        Model.load(first)
+    assert str(first / BUNDLE / name) in str(caught.value)
+
+
 def test_one_runs_bundles_load_together(tmp_path: Path) -> None:
     # Negative control for the refusal above
     assert Model.load(trained_run(tmp_path)).classes == ("no", "yes")

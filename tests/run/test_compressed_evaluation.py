@@ -6,6 +6,7 @@ import pytest
 
 from tests.conftest import make_vertical_data
 from vfl.config import load_config
+from vfl.errors import ConfigError
 from vfl.run.compose import Blueprint, build_session
 
 LATTICE = ["compress.embedding.name=lattice", "compress.embedding.bits=2"]
@@ -40,8 +41,11 @@ def test_auto_compresses_evaluation_in_a_deployment_only() -> None:
 
 
 def test_evaluation_without_a_compressor_is_unchanged_by_the_setting() -> None:
-    # Negative control: nothing to compress
-    assert evaluation_bytes("compress.evaluation=on")[0] == evaluation_bytes()[0]
+    # Negative control: nothing to compress, so a deployment's 'auto' (on) sends the same bytes
+    assert evaluation_bytes(deployed=True)[0] == evaluation_bytes()[0]
+    # and asking for it explicitly is refused: it would not apply
+    with pytest.raises(ConfigError, match=r"compress\.evaluation: 'on' does not apply"):
+        load_config(None, ["compress.evaluation=on"])
 
 
 def test_a_quantizer_on_unbounded_embeddings_warns_with_the_fix() -> None:

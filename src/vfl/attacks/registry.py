@@ -23,7 +23,8 @@ def build_attack(config: RunConfig, data: VerticalData, *, seed: int) -> Attack:
     """The configured attack; its auxiliary samples are drawn with ``seed``.
 
     Raises:
-        ConfigError: if the attack does not apply to this task and model.
+        ConfigError: if the attack does not apply to this task and model, or its auxiliary
+            knowledge would leave no sample to attack (naming the key and the data's count).
     """
     attack, labels = config.attack, data.train_labels
     generator = torch.Generator().manual_seed(seed)
@@ -31,11 +32,18 @@ def build_attack(config: RunConfig, data: VerticalData, *, seed: int) -> Attack:
     if attack.name == "label_inference":
         settings = attack.label_inference
         _check_label_inference(config, classes)
+        _check_known_positives(settings.known_positives, labels, classes)
         known = _known_positives(labels, settings.known_positives, generator)
         direct = settings.multiclass == "direct"
         return LabelInference(len(labels), known, num_classes=classes, direct=direct)
     if attack.name == "model_completion":
         completion = attack.model_completion
+        if completion.labels >= len(labels):
+            raise ConfigError(
+                f"attack.model_completion.labels = {completion.labels} leaves no training sample"
+                f" to attack: the training split has {len(labels)} rows; give at most"
+                f" {len(labels) - 1}"
+            )
         return ModelCompletion(
             _stratified(labels, completion.labels, classes, generator),
             hidden=completion.hidden,
@@ -66,6 +74,17 @@ def _check_label_inference(config: RunConfig, classes: int) -> None:
             " party's output is its share of the logits (model.head.top = 'none',"
             f" model.bottom.embedding_dim = {classes}) with attack.label_inference.multiclass ="
             " 'direct'; make the task binary (data.positive_classes) or use model_completion"
+        )
+
+
+def _check_known_positives(count: int, labels: torch.Tensor, classes: int) -> None:
+    """A binary task must keep a positive sample the attacker does not know, to score."""
+    positives = int((labels == 1).sum())
+    if classes == 2 and count >= positives:
+        fix = f"give at most {positives - 1}" if positives > 1 else "it needs at least two"
+        raise ConfigError(
+            f"attack.label_inference.known_positives = {count} leaves no positive training sample"
+            f" to attack: the training split has {positives} positive rows; {fix}"
         )
 
 

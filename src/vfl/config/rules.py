@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from vfl.config.applicability import inapplicable, reading_saved
 from vfl.config.attack import ATTACK_ROLES, AttackConfig
 from vfl.config.buildable import (
     NO_COMPRESSOR,
@@ -33,7 +34,6 @@ from vfl.config.sections import (
     TARGET_METRICS,
     DataConfig,
     HeadConfig,
-    OptimizerConfig,
     PartitionConfig,
     ProtocolConfig,
     TargetConfig,
@@ -54,6 +54,23 @@ def _numbers_are_finite(section: Section) -> None:
         if not finite(value):
             what = "be a finite number" if isinstance(value, float) else "hold finite numbers only"
             raise FieldError(field.name, f"must {what}, got {show(value)}")
+
+
+@rule(Section)
+def _settings_apply(section: Section) -> None:
+    """A field set away from its default where it does not apply is refused, not ignored.
+
+    ``vfl.config.applicability.APPLICABILITY`` lists every such field with what makes it
+    apply; a config vfl wrote earlier is read ``with saved_settings()`` instead.
+    """
+    if reading_saved():
+        return
+    for key, value, default, entry in inapplicable(section):
+        raise FieldError(
+            key,
+            f"{show(value)} does not apply: it is used only {entry.needs}; remove it (its"
+            f" default is {show(default)}) or set what makes it apply",
+        )
 
 
 def check_target_metric(metric: str, num_classes: int) -> None:
@@ -129,11 +146,6 @@ def _groups_go_with_columns(partition: PartitionConfig) -> None:
             "groups",
             f"only used with scheme 'columns', not {partition.scheme!r}",
         )
-
-
-@rule(OptimizerConfig)
-def _momentum_is_sgd_only(optimizer: OptimizerConfig) -> None:
-    check(optimizer.name == "sgd" or optimizer.momentum == 0, "momentum", "applies to sgd only")
 
 
 @rule(ProtocolConfig)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
+from vfl.config.arguments import MAX_THREADS
 from vfl.config.fields import Each, NonEmpty, OneOf, Range, Satisfies
 from vfl.config.section import Section
 
@@ -208,7 +209,7 @@ class TrainConfig(Section):
     checkpoint_every: Annotated[int, Range(ge=0, note="0 = at epoch ends only")] = 0
     eval_at_start: bool = True
     eval_every: Annotated[int, Range(ge=0)] = 0
-    threads: Annotated[int, Range(ge=0, note="0 = torch's default")] = 0
+    threads: Annotated[int, Range(ge=0, le=MAX_THREADS, note="0 = torch's default")] = 0
     device: Literal["auto", "cpu", "cuda", "mps"] = "cpu"
 
 

@@ -131,6 +131,21 @@ class TableEncoder:
             return np.zeros((len(frame), 0), dtype=np.float32)
         return np.concatenate(blocks, axis=1).astype(np.float32)  # (n, D)
 
+    def unseen(self, frame: pd.DataFrame) -> dict[str, npt.NDArray[np.bool_]]:
+        """The rows whose category training never saw, per categorical column holding any.
+
+        ``transform`` encodes such a category as all zeros.
+        """
+        found = {}
+        for column in self.columns:
+            if isinstance(column, CategoricalColumn) and column.name in frame.columns:
+                known = set(column.categories)
+                keys = category_keys(frame[column.name])
+                rows = np.array([key not in known for key in keys], dtype=np.bool_)
+                if rows.any():
+                    found[column.name] = rows
+        return found
+
     def select(self, sources: Sequence[str]) -> TableEncoder:
         """The encoding of the raw columns ``sources`` only (one holder's share), in this order."""
         chosen = set(sources)

@@ -4,8 +4,10 @@ For trials and tests only: a real deployment uses certificates from the organisa
 Keys are ECDSA P-256; certificates are signed with SHA-256. Party certificates carry
 ``party-<id>`` as common name and as DNS subject alternative name, which is what the server
 checks under mutual TLS (``vfl.transport.security``). Private keys and tokens are written with
-mode 0600. Files already in the directory are never overwritten: without ``force`` their
-presence is an error, and with it they are first moved to a ``replaced-<UTC time>`` folder.
+mode 0600. Every argument is checked, and every key and certificate made in memory, before
+anything in the directory changes. Files already there are never overwritten: without ``force``
+their presence is an error, and with it they are first moved to a ``replaced-<UTC time>``
+folder.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,12 +27,19 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from vfl.errors import ConfigError
+from vfl.results.files import failure_line
 from vfl.transport.security import party_name, token_digest
 
 CA_NAME = "vfl test CA"
 CLIENT_PREFIX = "client-"
 """Certificates of online scoring callers name ``client-<name>`` (``vfl serve``)."""
 DEFAULT_SERVER_NAMES = ("localhost", "127.0.0.1")
+MAX_DAYS = 36500
+"""The longest validity of a test certificate: 100 years (a later date overflows)."""
+MAX_NAME = 253
+"""The longest DNS name."""
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+_DNS_NAME = re.compile(rf"(?:\*\.)?{_LABEL}(?:\.{_LABEL})*\.?")
 
 
 @dataclass(frozen=True)
@@ -78,37 +88,89 @@ def create_test_pki(
             ``directory/replaced-<UTC time>/`` (keys are never deleted).
 
     Raises:
-        ConfigError: on an empty or invalid name list, a party id below 1, ``days < 1``, or
-            (without ``force``) a directory that already holds any of the files.
+        ConfigError: on an empty or invalid name list, a party id below 1, ``days`` outside
+            ``1..MAX_DAYS``, or (without ``force``) a directory that already holds any of the
+            files; all before anything in ``directory`` changes.
     """
-    _check_request(parties, server_names, days)
+    _check_request(directory, parties, server_names, days)
     _check_clients(clients)
-    planned = _planned(directory, parties)
-    planned += [
-        directory / f"{client_name(c)}{suffix}" for c in clients for suffix in (".pem", ".key")
-    ]
+    made = _make_all(parties, server_names, days, clients)  # every name checked, nothing written
+    planned = [directory / name for name in made.files]
     set_aside = _make_room(directory, planned, force=force)
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        return _write_all(directory, made, set_aside)
+    except OSError as error:
+        if set_aside is None:
+            raise
+        raise ConfigError(
+            f"{failure_line(error)}; the files it was to replace are kept in {set_aside}"
+        ) from error
+
+
+@dataclass
+class _Made:
+    """Every key, certificate and token of a PKI, made in memory before anything is written."""
+
+    ca: tuple[x509.Certificate, ec.EllipticCurvePrivateKey]
+    server: tuple[x509.Certificate, ec.EllipticCurvePrivateKey]
+    parties: dict[int, tuple[x509.Certificate, ec.EllipticCurvePrivateKey, str]]
+    clients: dict[str, tuple[x509.Certificate, ec.EllipticCurvePrivateKey]]
+
+    @property
+    def files(self) -> list[str]:
+        """The names of every file it is written to."""
+        names = ["ca.pem", "ca.key", "server.pem", "server.key"]
+        for party in self.parties:
+            names += [f"{party_name(party)}{suffix}" for suffix in (".pem", ".key", ".token")]
+        for client in self.clients:
+            names += [f"{client_name(client)}{suffix}" for suffix in (".pem", ".key")]
+        return names
+
+
+def _make_all(
+    parties: Sequence[int], server_names: Sequence[str], days: int, clients: Sequence[str]
+) -> _Made:
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_cert = _certificate(CA_NAME, ca_key, ca_key, CA_NAME, days, ca=True)
     server_key = ec.generate_private_key(ec.SECP256R1())
     server_cert = _certificate(
         server_names[0], server_key, ca_key, CA_NAME, days, names=server_names, server=True
     )
-    files = PkiFiles(
-        ca_cert=_write_cert(directory / "ca.pem", ca_cert),
-        ca_key=_write_key(directory / "ca.key", ca_key),
-        server_cert=_write_cert(directory / "server.pem", server_cert),
-        server_key=_write_key(directory / "server.key", server_key),
-        parties={},
-        set_aside=set_aside,
-    )
+    made = _Made((ca_cert, ca_key), (server_cert, server_key), {}, {})
     for party in parties:
-        files.parties[party] = _party_files(directory, party, ca_key, days)
+        name = party_name(party)
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = _certificate(name, key, ca_key, CA_NAME, days, names=[name])
+        made.parties[party] = (cert, key, secrets.token_urlsafe(32))
     for client in clients:
         name = client_name(client)
         key = ec.generate_private_key(ec.SECP256R1())
-        cert = _certificate(name, key, ca_key, CA_NAME, days, names=[name])
+        made.clients[client] = (_certificate(name, key, ca_key, CA_NAME, days, names=[name]), key)
+    return made
+
+
+def _write_all(directory: Path, made: _Made, set_aside: Path | None) -> PkiFiles:
+    files = PkiFiles(
+        ca_cert=_write_cert(directory / "ca.pem", made.ca[0]),
+        ca_key=_write_key(directory / "ca.key", made.ca[1]),
+        server_cert=_write_cert(directory / "server.pem", made.server[0]),
+        server_key=_write_key(directory / "server.key", made.server[1]),
+        parties={},
+        set_aside=set_aside,
+    )
+    for party, (cert, key, token) in made.parties.items():
+        name = party_name(party)
+        token_path = directory / f"{name}.token"
+        _write_private(token_path, (token + "\n").encode())
+        files.parties[party] = PartyFiles(
+            cert=_write_cert(directory / f"{name}.pem", cert),
+            key=_write_key(directory / f"{name}.key", key),
+            token=token_path,
+            token_sha256=token_digest(token),
+        )
+    for client, (cert, key) in made.clients.items():
+        name = client_name(client)
         files.clients[client] = (
             _write_cert(directory / f"{name}.pem", cert),
             _write_key(directory / f"{name}.key", key),
@@ -123,27 +185,28 @@ def client_name(client: str) -> str:
 
 def _check_clients(clients: Sequence[str]) -> None:
     for client in clients:
-        if not client or not all(c.isalnum() or c in "-_." for c in client):
+        if not client or not all(c.isascii() and (c.isalnum() or c in "-_.") for c in client):
             raise ConfigError(
-                f"invalid client name {client!r}: use letters, digits, '-', '_' and '.'"
+                f"invalid client name {client!r}: use ASCII letters, digits, '-', '_' and '.'"
             )
 
 
-def _check_request(parties: Sequence[int], server_names: Sequence[str], days: int) -> None:
+def _check_request(
+    directory: Path, parties: Sequence[int], server_names: Sequence[str], days: int
+) -> None:
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(f"--out {str(directory)!r} is a file; name a folder for the files")
     if not server_names:
         raise ConfigError("the server certificate needs at least one name (--server-name)")
     if any(party < 1 for party in parties) or len(set(parties)) != len(parties):
         raise ConfigError(f"party ids must be distinct integers >= 1, got {list(parties)}")
-    if days < 1:
-        raise ConfigError(f"days must be >= 1, got {days}")
-
-
-def _planned(directory: Path, parties: Sequence[int]) -> list[Path]:
-    """Every file ``create_test_pki`` writes into ``directory``."""
-    names = ["ca.pem", "ca.key", "server.pem", "server.key"]
-    for party in parties:
-        names += [f"{party_name(party)}{suffix}" for suffix in (".pem", ".key", ".token")]
-    return [directory / name for name in names]
+    if not 1 <= days <= MAX_DAYS:
+        raise ConfigError(
+            f"--days must lie in 1..{MAX_DAYS} (a test certificate valid up to 100 years), got"
+            f" {days}"
+        )
+    for name in server_names:
+        _general_name(name)
 
 
 def _make_room(directory: Path, planned: Sequence[Path], *, force: bool) -> Path | None:
@@ -168,23 +231,6 @@ def _make_room(directory: Path, planned: Sequence[Path], *, force: bool) -> Path
     for path in existing:
         os.replace(path, aside / path.name)
     return aside
-
-
-def _party_files(
-    directory: Path, party: int, ca_key: ec.EllipticCurvePrivateKey, days: int
-) -> PartyFiles:
-    name = party_name(party)
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = _certificate(name, key, ca_key, CA_NAME, days, names=[name])
-    token = secrets.token_urlsafe(32)
-    token_path = directory / f"{name}.token"
-    _write_private(token_path, (token + "\n").encode())
-    return PartyFiles(
-        cert=_write_cert(directory / f"{name}.pem", cert),
-        key=_write_key(directory / f"{name}.key", key),
-        token=token_path,
-        token_sha256=token_digest(token),
-    )
 
 
 def _certificate(
@@ -220,12 +266,31 @@ def _certificate(
 
 
 def _general_name(name: str) -> x509.GeneralName:
+    """A server name as an IP address or a DNS name.
+
+    Raises:
+        ConfigError: naming a name that is neither, and what would be valid.
+    """
     try:
         return x509.IPAddress(ipaddress.ip_address(name))
     except ValueError:
-        if not name or any(c.isspace() for c in name):
-            raise ConfigError(f"invalid server name {name!r}: give a DNS name or an IP") from None
-        return x509.DNSName(name)
+        pass
+    if name and not name.isascii():
+        try:
+            hint = f"; give its ASCII (IDNA) form {name.encode('idna').decode()!r}"
+        except UnicodeError:
+            hint = ""
+        raise ConfigError(
+            f"invalid server name {name!r}: a certificate's DNS name is ASCII letters, digits,"
+            f" '-' and '.'{hint}"
+        )
+    if len(name) > MAX_NAME or not _DNS_NAME.fullmatch(name):
+        raise ConfigError(
+            f"invalid server name {name!r}: give an IP address or a DNS name (labels of ASCII"
+            f" letters, digits and '-', 1 to 63 characters each, joined by '.', at most"
+            f" {MAX_NAME} in all)"
+        )
+    return x509.DNSName(name)
 
 
 def _write_cert(path: Path, cert: x509.Certificate) -> Path:

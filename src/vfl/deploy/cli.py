@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from vfl.config.arguments import MAX_WAIT_S, check_argument
+from vfl.config.fields import Range
 from vfl.errors import ConfigError, SomeWorkFailed
 from vfl.transport.address import MAX_PORT
 
@@ -162,7 +164,15 @@ def _server(args: argparse.Namespace) -> int:
     if args.resume and args.run_dir is None and not config.output.name:
         raise ConfigError("--resume needs the run directory: give --run-dir or output.name")
     print(f"run directory: {run_dir}", file=sys.stderr)
-    summary = run_server(config, deployment, run_dir, resume=args.resume, port_file=args.port_file)
+    source = repr(str(args.config)) + (" with --set" if args.overrides else "")
+    summary = run_server(
+        config,
+        deployment,
+        run_dir,
+        resume=args.resume,
+        port_file=args.port_file,
+        source=source,
+    )
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -202,7 +212,8 @@ def _party(args: argparse.Namespace) -> int:
         return 0
     from vfl.deploy.party import run_party
 
-    run_party(config, resume=args.resume, server=_dial(args))
+    source = repr(str(args.config)) + (" with --set" if args.overrides else "")
+    run_party(config, resume=args.resume, server=_dial(args), source=source)
     return 0
 
 
@@ -225,6 +236,7 @@ def _serve(args: argparse.Namespace) -> int:
     from vfl.deploy.config import load_run_config
     from vfl.deploy.serve import serve
 
+    check_argument("--wait-s", args.wait_s, Range(gt=0, le=MAX_WAIT_S))
     _log_to_stderr()
     config, deployment = load_run_config(args.config, args.overrides)
     if args.http_port is not None and not 0 <= args.http_port <= MAX_PORT:
@@ -246,6 +258,7 @@ def _score(args: argparse.Namespace) -> int:
     from vfl.deploy.score_client import score_ids, unscored
     from vfl.deploy.tls import party_tls
 
+    check_argument("--timeout-s", args.timeout_s, Range(gt=0, le=MAX_WAIT_S))
     tls = party_tls(
         PartyTlsConfig(ca=args.ca, cert=args.cert, key=args.key, server_name=args.server_name)
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from vfl.config import DataConfig, RunConfig
+from vfl.config.arguments import MAX_THREADS
 from vfl.config.fields import NonEmpty, Range
 from vfl.config.io import FieldError, check, from_mapping, merge, parse_overrides, read_toml
 from vfl.config.section import Section, rule
@@ -263,7 +264,7 @@ class PartyConfig(Section):
     tls: PartyTlsConfig = field(default_factory=PartyTlsConfig)
     give_up_s: Annotated[float, Range(gt=0)] = 600.0
     keepalive_s: float = 20.0
-    threads: Annotated[int, Range(ge=0, note="0 = torch's default")] = 0
+    threads: Annotated[int, Range(ge=0, le=MAX_THREADS, note="0 = torch's default")] = 0
     device: Literal["", "auto", "cpu", "cuda", "mps"] = ""
     audit_log: str = ""
     model: str = ""

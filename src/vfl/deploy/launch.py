@@ -28,6 +28,7 @@ from typing import IO, Any
 from vfl.deploy.config import load_run_config
 from vfl.deploy.port_file import read_port
 from vfl.errors import ConfigError, ProtocolError
+from vfl.results.files import check_new
 from vfl.run.folders import default_run_dir
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,8 @@ def launch(
             logs go to ``MODEL/logs/predict-<name>.log``.
 
     Raises:
-        ConfigError: if a party entry names no PARTY.toml.
+        ConfigError: if a party entry names no PARTY.toml, or (a new run) ``run_dir`` holds
+            anything but ``logs`` (checked before anything is written).
         ProtocolError: if a process fails (the message names it and quotes its log).
     """
     config, deployment = load_run_config(run_toml, overrides)
@@ -103,6 +105,8 @@ def launch(
     if missing:
         raise ConfigError(f"vfl launch needs config = PARTY.toml for parties {missing}")
     run_dir = run_dir if run_dir is not None else default_run_dir(config, run_toml.stem)
+    if predict is None and not resume:  # before the logs folder goes in: nothing of a user's
+        check_new(run_dir, allow=(LOGS,))
     logs = (run_dir if predict is None else predict.model) / LOGS
     logs.mkdir(parents=True, exist_ok=True)
     prefix = "" if predict is None else "predict-"

@@ -35,7 +35,7 @@ from vfl.deploy.messages import (
 )
 from vfl.deploy.party_privacy import PartyReleases, log_spent
 from vfl.deploy.psi_party import PsiResponder
-from vfl.deploy.state import PartyState
+from vfl.deploy.state import SETTINGS, PartyState, check_party_unchanged, party_settings
 from vfl.deploy.tls import party_tls, read_token
 from vfl.errors import ProtocolError
 from vfl.models.device import resolve_device
@@ -65,6 +65,8 @@ class PartyRuntime:
         device: This party's own ``train.device`` (empty: the run's).
         privacy: Its own privacy budget for VFL-PBM runs.
         rng: Draws the secret order of its PSI lists (fresh entropy by default).
+        settings: Its PARTY.toml values that a resume may not change
+            (``vfl.deploy.state.party_settings``), kept in every checkpoint.
     """
 
     def __init__(
@@ -77,8 +79,10 @@ class PartyRuntime:
         device: Literal["", "auto", "cpu", "cuda", "mps"] = "",
         privacy: PartyPrivacyConfig | None = None,
         rng: np.random.Generator | None = None,
+        settings: str = "",
     ) -> None:
         self.party_id = party_id
+        self.settings = settings
         self.device = device
         self.releases = PartyReleases(
             party_id,
@@ -163,6 +167,8 @@ class PartyRuntime:
         if self.party is None:
             raise ProtocolError(f"party {self.party_id}: checkpoint requested before setup")
         state = {"role": self.party.state_dict(), "torch_rng": torch.get_rng_state()}
+        if self.settings:
+            state[SETTINGS] = self.settings
         self.state.save_checkpoint(request.round, state)
         log_spent(self.party)
         return ControlAck(round=request.round)
@@ -225,21 +231,28 @@ def party_link(
     )
 
 
-def run_party(config: PartyConfig, *, resume: bool = False, server: str = "") -> None:
+def run_party(
+    config: PartyConfig, *, resume: bool = False, server: str = "", source: str = "PARTY.toml"
+) -> None:
     """Run one party until the server shuts the run down.
 
     Args:
         config: The party's PARTY.toml.
         resume: Continue with the state directory of an earlier run of this party.
         server: Dial this ``host:port`` instead of ``config.server``.
+        source: Where ``config`` was read, for the refusal of a resume that changed it.
 
     Raises:
-        ConfigError, DataError: on bad configuration, credentials or data.
+        ConfigError, DataError: on bad configuration, credentials or data, or (with
+            ``resume``) a PARTY.toml whose ``state.FIXED_KEYS`` differ from the checkpoints'.
         ProtocolError: if the server refuses the party or stays unreachable.
     """
     tls, token = prepare_party(config, server)
     tables = load_party_tables(config.data)
     state = PartyState(Path(config.state_dir), resume=resume)
+    settings = party_settings(config)
+    if resume:
+        check_party_unchanged(state, settings, source)
     runtime = PartyRuntime(
         config.party_id,
         tables,
@@ -247,7 +260,9 @@ def run_party(config: PartyConfig, *, resume: bool = False, server: str = "") ->
         categorical=config.data.categorical,
         device=config.device,
         privacy=config.privacy,
+        settings=settings,
     )
+    runtime.releases.verify()
     link = party_link(config, runtime.handle, tls=tls, token=token, server=server)
     try:
         link.serve()

@@ -19,7 +19,7 @@ from vfl.config import RunConfig
 from vfl.deploy.alignment import Alignment
 from vfl.deploy.config import PartyPrivacyConfig
 from vfl.deploy.data import id_bytes
-from vfl.deploy.releases import FILE_NAME, Keys, ReleaseFile, id_keys, open_journal
+from vfl.deploy.releases import FILE_NAME, Keys, ReleaseFile, id_keys, open_journal, read_journal
 from vfl.errors import ProtocolError
 from vfl.privacy.events import PbmEvent
 from vfl.privacy.releases import ReleaseGuard, Rows
@@ -52,6 +52,17 @@ class PartyReleases:
         self.path = Path(settings.journal_dir or folder) / FILE_NAME
         self._ids = table_ids
         self._journal: ReleaseFile | None = None
+
+    def verify(self) -> None:
+        """Read the journal through before the party dials: refuse a damaged one at once.
+
+        Creates a missing journal; drops an incomplete last record and upgrades an old format,
+        each after keeping a copy (``vfl.deploy.releases.read_journal``).
+
+        Raises:
+            ConfigError: naming the file and the offset of a damaged record.
+        """
+        read_journal(self.path)
 
     def check_run(self, config: RunConfig) -> None:
         """Refuse a run without PBM when the party has a budget.

@@ -33,8 +33,9 @@ from vfl.deploy.control import ask
 from vfl.deploy.messages import ModelSetupRequest, SetupReply
 from vfl.deploy.server import listen
 from vfl.deploy.tls import server_tls
-from vfl.errors import ConfigError, DataError
+from vfl.errors import DataError
 from vfl.protocol.loop import ServerLoop
+from vfl.results.files import check_output
 from vfl.results.metrics import Task, evaluate_logits
 from vfl.run import bundles
 from vfl.run.compose import Blueprint, build_loop, build_server
@@ -137,7 +138,7 @@ def predict_deployed(
     """
     tls = server_tls(deployment.tls)
     bundle = bundles.load_server(Path(model_dir) / bundles.BUNDLE / bundles.SERVER)
-    unscored = check_outputs(out, force)
+    unscored = check_outputs(out, force, data)
     use_threads(config.train.threads)
     new = read_new_ids(data, config, bundle.classes)
     transport = listen(deployment, tls, model=bundle.fingerprint)
@@ -180,16 +181,18 @@ def _predict(
     return rows, logits
 
 
-def check_outputs(out: Path, force: bool) -> Path:
-    """The file of unscored IDs beside ``out``, once neither would replace a file unasked.
+def check_outputs(out: Path, force: bool, data: Path | None = None) -> Path:
+    """The file of unscored IDs beside ``out``, once neither would replace what it must not.
+
+    Neither may replace a file without ``force``, nor ever the new IDs ``data``.
 
     Raises:
-        ConfigError: naming the file that exists.
+        ConfigError: naming the file that exists, or ``out`` if it is ``data``.
     """
     unscored = out.with_name(f"{out.stem}-unscored.csv")
+    inputs = () if data is None else (Path(data),)
     for path in (out, unscored):
-        if path.exists() and not force:
-            raise ConfigError(f"{path} already exists; choose another --out or pass --force")
+        check_output(path, force=force, inputs=inputs)
     return unscored
 
 

@@ -42,7 +42,7 @@ from vfl.results.files import CHECKPOINT, CONFIG, RunDirectory, check_new
 from vfl.results.metrics import Task
 from vfl.run.bundles import BUNDLE
 from vfl.run.compose import Blueprint, build_loop, build_server
-from vfl.run.runner import finish_summary, fit_as_configured
+from vfl.run.runner import finish_summary, fit_as_configured, resumable
 from vfl.run.session import Session
 from vfl.run.stages import use_threads
 from vfl.seeding import derive_seed
@@ -146,6 +146,7 @@ def run_server(
     *,
     resume: bool = False,
     port_file: Path | None = None,
+    source: str = "",
 ) -> dict[str, Any]:
     """Serve the parties and train as configured; returns the summary.
 
@@ -155,14 +156,18 @@ def run_server(
         run_dir: The run directory (results, checkpoints, alignment).
         resume: Continue the run in ``run_dir`` from its last checkpoint.
         port_file: Write the port the server listens on here, once it listens.
+        source: Where ``config`` was read (RUN.toml and its ``--set`` overrides), for the
+            refusal of a resume whose config changed.
 
     Raises:
         ConfigError: if a TLS file is missing, unparsable, mismatched or expired (checked
-            first), or ``run_dir`` already holds a run (without ``resume``) or none (with it).
+            first), ``run_dir`` already holds a run (without ``resume``) or none (with it), or
+            ``config`` differs from the one the checkpoint was trained with in a key that cannot
+            change on resume (as ``vfl run --resume``).
         ProtocolError: if parties fail and do not recover, naming them.
     """
     tls = server_tls(deployment.tls)
-    run = _run_directory(run_dir, resume)
+    run = _run_directory(run_dir, resume, config, source)
     run.clear_failure()
     try:
         return _serve(config, deployment, run, tls, resume=resume, port_file=port_file)
@@ -267,12 +272,20 @@ def _prepare(
     return _build(config, labels, alignment, coordinator, run, resume)
 
 
-def _run_directory(run_dir: Path, resume: bool) -> RunDirectory:
-    """The run's folder: for a new run missing or empty (nothing a user made is replaced)."""
+def _run_directory(
+    run_dir: Path, resume: bool, config: RunConfig, source: str = ""
+) -> RunDirectory:
+    """The run's folder, checked before anything is written.
+
+    A new run's must be missing or empty (nothing a user made is replaced); a resumed one must
+    hold a deployed run whose checkpoint ``config`` may continue (as ``vfl run --resume``: only
+    ``RESUMABLE_KEYS`` may differ).
+    """
     if resume and not (run_dir / ALIGNMENT).exists():
         raise ConfigError(f"{str(run_dir)!r} holds no deployed run to resume")
-    if not resume:
-        check_new(run_dir, allow=(LOGS,))
+    if resume:
+        return resumable(config, run_dir, source)[0]
+    check_new(run_dir, allow=(LOGS,))
     return RunDirectory(run_dir)
 
 
@@ -324,6 +337,7 @@ def _build(
                 "elapsed": 0.0,
                 "session": session.state_dict(),
                 "torch_rng": torch.get_rng_state(),
+                "config": to_toml(config),
             }
         )
     return session
@@ -338,7 +352,7 @@ def _fit(
 ) -> None:
     recoveries = 0
     while True:
-        has_epoch_zero = any(int(r["epoch"]) == 0 for r in run.read_metrics())
+        has_epoch_zero = any(int(r["epoch"]) == 0 for r in run.read_metrics(torn_tail=True))
         try:
             fit_as_configured(
                 session,

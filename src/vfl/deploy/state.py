@@ -11,11 +11,14 @@ Layout::
 
 Checkpoints are named by the server's round counter at the end of an epoch, so that the server
 can name the one to restore; the newest ``KEEP_CHECKPOINTS`` are kept, which covers a server
-that died after the parties saved an epoch but before it saved its own.
+that died after the parties saved an epoch but before it saved its own. Each checkpoint keeps
+the PARTY.toml values that decide what the party computes (``FIXED_KEYS``), so that a resumed
+party refuses an edited PARTY.toml as ``vfl run --resume`` refuses an edited config.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -23,10 +26,28 @@ from typing import Any
 
 import torch
 
+from vfl.config.fields import show
 from vfl.deploy.alignment import Alignment
+from vfl.deploy.config import PartyConfig
 from vfl.errors import ConfigError
 
 KEEP_CHECKPOINTS = 3
+FIXED_KEYS = (
+    "party_id",
+    "data.train",
+    "data.test",
+    "data.id_column",
+    "data.columns",
+    "data.categorical",
+    "data.bad_numbers",
+    "privacy.journal_dir",
+)
+"""PARTY.toml keys a resumed party may not change: its identity, the rows and columns it trains
+on and how they are read, and where it counts its releases (a new place would start a new
+count). The others (server address, credentials, timeouts, threads, device, audit log, budget)
+change how the party connects, runs or limits itself, not what a round computes."""
+SETTINGS = "party"
+"""The checkpoint entry holding the ``FIXED_KEYS`` values (JSON)."""
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)\.pt")
 
 
@@ -105,3 +126,42 @@ class PartyState:
         if not alignment_id.isalnum():
             raise ConfigError(f"invalid alignment id {alignment_id!r}")
         return self.directory / f"alignment-{alignment_id}.pt"
+
+
+def party_settings(config: PartyConfig) -> str:
+    """The values of ``FIXED_KEYS`` in ``config``, as JSON (kept in every checkpoint)."""
+    values = {}
+    for key in FIXED_KEYS:
+        value: object = config
+        for part in key.split("."):
+            value = getattr(value, part)
+        values[key] = list(value) if isinstance(value, tuple) else value
+    return json.dumps(values, sort_keys=True)
+
+
+def check_party_unchanged(state: PartyState, settings: str, source: str) -> None:
+    """Refuse to resume with ``settings`` where they differ from the newest checkpoint's.
+
+    Checkpoints of versions that kept no settings, and a state directory without any, pass.
+
+    Raises:
+        ConfigError: naming every changed key, its old and new value, and ``source``.
+    """
+    rounds = state.checkpoint_rounds()
+    if not rounds:
+        return
+    saved = state.load_checkpoint(rounds[-1]).get(SETTINGS)
+    if not isinstance(saved, str):
+        return
+    old, new = json.loads(saved), json.loads(settings)
+    changed = [
+        f"{key} ({show(old.get(key))} -> {show(new.get(key))})"
+        for key in FIXED_KEYS
+        if key in old and old.get(key) != new.get(key)
+    ]
+    if changed:
+        raise ConfigError(
+            f"{source} differs from the one the checkpoints in {str(state.directory)!r} were"
+            f" trained with in {', '.join(changed)}; these cannot change on resume: undo the"
+            " change, or start a new run with another state_dir"
+        )

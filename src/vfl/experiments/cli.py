@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vfl.config.arguments import MAX_THREADS, MAX_WAIT_S, check_argument
+from vfl.config.fields import Range
 from vfl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -14,7 +16,9 @@ if TYPE_CHECKING:
 
 Subparsers = argparse._SubParsersAction  # argparse exposes no public name for this type
 EXECUTORS = ("local", "ray")
-RAY_ONLY = ("address", "cpus_per_run", "gpus_per_run")
+RAY_ONLY = ("address", "cpus_per_run", "gpus_per_run", "connect_timeout_s")
+MAX_GPUS = 64
+"""The most GPUs one run may reserve."""
 """Options of ``vfl sweep`` that only ``--executor ray`` takes."""
 
 
@@ -53,6 +57,12 @@ def register(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         metavar="N",
         help="with --executor ray: GPUs each run reserves (default 0)",
     )
+    sweep.add_argument(
+        "--connect-timeout-s",
+        type=float,
+        metavar="S",
+        help="with --executor ray --address: how long the cluster may take to answer (default 30)",
+    )
     sweep.set_defaults(handler=_sweep)
 
     plot = subparsers.add_parser("plot", help="redraw plots (and a sweep's tables) from results")
@@ -66,8 +76,10 @@ def _sweep(args: argparse.Namespace) -> int:
     from vfl.experiments.spec import read_sweep
     from vfl.experiments.sweep import run_sweep  # deferred: matplotlib and numpy load slowly
 
-    if args.workers is not None and args.workers < 1:
-        raise ConfigError(f"--workers must be >= 1, got {args.workers}")
+    check_argument("--workers", args.workers, Range(ge=1, le=MAX_THREADS))
+    check_argument("--cpus-per-run", args.cpus_per_run, Range(gt=0, le=MAX_THREADS))
+    check_argument("--gpus-per-run", args.gpus_per_run, Range(ge=0, le=MAX_GPUS))
+    check_argument("--connect-timeout-s", args.connect_timeout_s, Range(gt=0, le=MAX_WAIT_S))
     ray = _ray_options(args)
     spec = read_sweep(args.sweep)
     try:
@@ -94,6 +106,9 @@ def _ray_options(args: argparse.Namespace) -> RayOptions | None:
         address=args.address,
         cpus_per_run=defaults.cpus_per_run if args.cpus_per_run is None else args.cpus_per_run,
         gpus_per_run=defaults.gpus_per_run if args.gpus_per_run is None else args.gpus_per_run,
+        connect_timeout_s=(
+            defaults.connect_timeout_s if args.connect_timeout_s is None else args.connect_timeout_s
+        ),
     )
 
 

@@ -24,6 +24,7 @@ from vfl.results.files import CHECKPOINT as CHECKPOINT
 from vfl.results.files import CONFIG as CONFIG
 from vfl.results.files import METRICS as METRICS
 from vfl.results.files import SUMMARY as SUMMARY
+from vfl.results.files import read_records
 
 ERROR = "error.txt"
 MANIFEST = "sweep.json"
@@ -134,8 +135,10 @@ def read_manifest(folder: Path) -> Manifest:
         raise ConfigError(f"{str(path)!r} is not a valid sweep manifest: {error!r}") from None
 
 
-def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+def read_metrics(run_dir: Path, *, torn_tail: bool = False) -> list[dict[str, Any]]:
     """The records of ``run_dir/metrics.jsonl``, with ``None`` metric values read as NaN.
+
+    ``torn_tail``: leave out a last line a killed run cut short (``results.files.read_records``).
 
     Raises:
         ConfigError: if the run directory has no ``metrics.jsonl``, or naming the line of it
@@ -144,15 +147,5 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     path = run_dir / METRICS
     if not path.exists():
         raise ConfigError(f"{str(run_dir)!r} is not a run directory: it has no {METRICS}")
-    records = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as error:
-            raise ConfigError(
-                f"{path}: line {number} is not a JSON record ({error.msg}); a run killed while"
-                " writing leaves its last line cut short: resume the run, or delete the line"
-            ) from None
+    records = read_records(path, torn_tail=torn_tail)
     return [{k: math.nan if v is None else v for k, v in r.items()} for r in records]

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Literal
 
 from vfl.experiments.files import CHECKPOINT, ERROR, SUMMARY
-from vfl.experiments.plan import PlannedRun, RunState, recorded_epochs, run_state
+from vfl.experiments.plan import (
+    PlannedRun,
+    RunState,
+    recorded_epochs,
+    run_state,
+    superseded_why,
+)
 
 Verb = Literal["keep", "resume", "extend", "move", "create"]
 VERBS: tuple[Verb, ...] = ("keep", "resume", "extend", "move", "create")
@@ -96,7 +102,7 @@ def _action(folder: Path, run: PlannedRun, stamp: str) -> FolderAction:
         return FolderAction(run.name, state, "create", note=_FAILED_START if failed else "")
     if state == "superseded":
         moved = _free_name(folder, f"{run.name}{SUPERSEDED}{stamp}", "")
-        note = "it holds another run; runs afresh"
+        note = f"{superseded_why(run_dir, run.config)}; runs afresh"
         return FolderAction(run.name, state, "move", ((run.name, moved),), note)
     if not (run_dir / SUMMARY).exists():
         return FolderAction(run.name, state, "resume", note="from its checkpoint")

@@ -17,10 +17,12 @@ from typing import Any, Literal
 import tomli_w
 
 from vfl.config import RunConfig, load_config
-from vfl.config.io import from_mapping, read_toml, to_toml
+from vfl.config.applicability import canonical, saved_config, saved_settings
+from vfl.config.io import read_toml, to_toml
 from vfl.errors import ConfigError
 from vfl.experiments.files import CHECKPOINT, CONFIG, ERROR, METRICS, SUMMARY, read_metrics
 from vfl.experiments.spec import SEED_KEY, Overrides, SweepSpec
+from vfl.results.files import RunFileError
 
 RunState = Literal["done", "partial", "superseded", "new"]
 """``done``: finished with the same config; ``partial``: a checkpoint to continue;
@@ -82,24 +84,52 @@ def plan(spec: SweepSpec) -> tuple[PlannedRun, ...]:
     """Every run of the sweep with its config resolved from the base file and the overrides.
 
     All configs are resolved before any run starts, so a bad key or value in any setting stops
-    the sweep at once.
+    the sweep at once. A key of the base file or ``[set]`` may apply to some settings only
+    (``compress.embedding.select`` over a grid of compressors): where it does not, the run has
+    its default (``vfl.config.applicability``); a key that applies to no setting, or a setting's
+    own key that does not apply to it, is refused.
 
     Raises:
         ConfigError: naming the setting and the offending key.
     """
     runs = []
+    everywhere: set[str] | None = None
     for setting in expand(spec):
         for seed in spec.seeds:
-            name = f"{setting.name}__seed{seed}"
-            overrides = [*spec.overrides, *setting.overrides, (SEED_KEY, seed)]
-            overrides += [("output.dir", str(spec.folder)), ("output.name", name)]
-            overrides += [("output.progress", False)]
-            try:
-                config = load_config(spec.base, [f"{k}={toml_value(v)}" for k, v in overrides])
-            except ConfigError as error:
-                raise ConfigError(f"setting {setting.label!r}: {error}") from None
-            runs.append(PlannedRun(setting, seed, name, config))
+            config, reset = _resolved(spec, setting, seed)
+            everywhere = set(reset) if everywhere is None else everywhere & set(reset)
+            runs.append(PlannedRun(setting, seed, _run_name(setting, seed), config))
+    if everywhere:
+        key = sorted(everywhere)[0]
+        raise ConfigError(
+            f"{key} (set in {spec.base.name} or the sweep's [set]) applies to no setting of the"
+            " sweep; remove it"
+        )
     return tuple(runs)
+
+
+def _run_name(setting: Setting, seed: int) -> str:
+    return f"{setting.name}__seed{seed}"
+
+
+def _resolved(spec: SweepSpec, setting: Setting, seed: int) -> tuple[RunConfig, list[str]]:
+    """One run's config, and the keys left at their defaults because they do not apply."""
+    overrides = [*spec.overrides, *setting.overrides, (SEED_KEY, seed)]
+    overrides += [("output.dir", str(spec.folder)), ("output.name", _run_name(setting, seed))]
+    overrides += [("output.progress", False)]
+    try:
+        with saved_settings():
+            config = load_config(spec.base, [f"{k}={toml_value(v)}" for k, v in overrides])
+    except ConfigError as error:
+        raise ConfigError(f"setting {setting.label!r}: {error}") from None
+    config, reset = canonical(config)
+    for key, value in setting.overrides:
+        if key in reset:
+            raise ConfigError(
+                f"setting {setting.label!r}: {key} = {toml_value(value)} does not apply to it"
+                " (the run would leave it at its default); remove it from the setting"
+            )
+    return config, reset
 
 
 def run_state(run_dir: Path, config: RunConfig) -> RunState:
@@ -117,19 +147,37 @@ def run_state(run_dir: Path, config: RunConfig) -> RunState:
     try:
         # Re-read through today's loader, so keys added to the config since the run (with their
         # defaults) do not make a finished run look different.
-        saved_config = from_mapping(RunConfig, read_toml(run_dir / CONFIG))
+        saved = saved_config(read_toml(run_dir / CONFIG))
     except ConfigError:
         return "superseded"
-    saved = _comparable(tomllib.loads(to_toml(saved_config)))
+    saved_table = _comparable(tomllib.loads(to_toml(saved)))
     wanted = _comparable(tomllib.loads(to_toml(config)))
-    if saved == wanted and (run_dir / SUMMARY).exists():
+    if saved_table == wanted and (run_dir / SUMMARY).exists():
         return "done"
-    resumable = (run_dir / CHECKPOINT).exists() and _without_epochs(saved) == _without_epochs(
+    resumable = (run_dir / CHECKPOINT).exists() and _without_epochs(saved_table) == _without_epochs(
         wanted
     )
     if resumable and recorded_epochs(run_dir) <= config.train.epochs:
         return "partial"
     return "superseded"
+
+
+def superseded_why(run_dir: Path, config: RunConfig) -> str:
+    """Why a ``superseded`` folder cannot be kept or continued, in a few words."""
+    try:
+        saved = saved_config(read_toml(run_dir / CONFIG))
+    except ConfigError:
+        return f"its {CONFIG} is missing or unreadable: it is no run of this sweep"
+    same = _without_epochs(_comparable(tomllib.loads(to_toml(saved)))) == _without_epochs(
+        _comparable(tomllib.loads(to_toml(config)))
+    )
+    if not same:
+        return "it holds a run of another config"
+    if not (run_dir / CHECKPOINT).exists():
+        return "it holds this run unfinished, without a checkpoint to continue from"
+    if math.isinf(recorded_epochs(run_dir)):
+        return f"its {METRICS} is damaged before its last line"
+    return "it recorded more epochs than this sweep asks for"
 
 
 def toml_value(value: Any) -> str:
@@ -173,12 +221,16 @@ def _holds_only_an_error(run_dir: Path) -> bool:
 
 
 def recorded_epochs(run_dir: Path) -> float:
-    """The last epoch ``metrics.jsonl`` records (0 without one; infinite if it is cut short)."""
+    """The last epoch ``metrics.jsonl`` records (0 without one; infinite if it is damaged).
+
+    A last line a killed run cut short does not count: resuming drops it, as ``vfl run
+    --resume`` does.
+    """
     if not (run_dir / METRICS).exists():
         return 0
     try:
-        records = read_metrics(run_dir)
-    except ValueError:  # a line cut short by a kill: start afresh
+        records = read_metrics(run_dir, torn_tail=True)
+    except (ValueError, RunFileError):  # damaged before its last line: start afresh
         return math.inf
     return max((int(r["epoch"]) for r in records), default=0)
 

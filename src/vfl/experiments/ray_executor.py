@@ -26,7 +26,9 @@ from vfl.experiments.tasks import RunOutcome, RunTask, record_failure, run_task
 ENV_PREFIX = "VFL_"
 """Environment variables passed on to every task (e.g. ``VFL_DATA_DIR``)."""
 CONNECT_SECONDS = 30.0
-"""How long ``--address`` may take to accept a TCP connection before the sweep stops."""
+"""How long ``--address`` may take to answer as a Ray cluster before the sweep stops."""
+GCS_PROBE = "/ray.rpc.NodeInfoGcsService/GetClusterId"
+"""A call every Ray cluster's control service (GCS) answers, whose request has no fields."""
 
 
 @dataclass(frozen=True)
@@ -40,17 +42,21 @@ class RayOptions:
             is already connected to Ray (``ray.is_initialized()``), that connection is used.
         cpus_per_run: CPUs each run reserves; also its torch threads (at least 1).
         gpus_per_run: GPUs each run reserves (for ``train.device = "cuda"``).
+        connect_timeout_s: How long ``address`` may take to answer as a Ray cluster.
     """
 
     address: str | None = None
     cpus_per_run: float = 1.0
     gpus_per_run: float = 0.0
+    connect_timeout_s: float = CONNECT_SECONDS
 
     def __post_init__(self) -> None:
         if not self.cpus_per_run > 0:
             raise ConfigError(f"--cpus-per-run must be > 0, got {self.cpus_per_run}")
         if not self.gpus_per_run >= 0:
             raise ConfigError(f"--gpus-per-run must be >= 0, got {self.gpus_per_run}")
+        if not 0 < self.connect_timeout_s < float("inf"):
+            raise ConfigError(f"--connect-timeout-s must be > 0, got {self.connect_timeout_s}")
 
 
 def import_ray() -> ModuleType:
@@ -91,7 +97,7 @@ class RaySession:
             ray.init(address="local", num_cpus=cpus, include_dashboard=False)
             print(f"ray: started a local instance with {cpus} CPUs", file=log)
             return cls(ray, owned=True)
-        _check_reachable(options.address)
+        _check_reachable(options.address, options.connect_timeout_s)
         try:
             ray.init(address=options.address)
         except Exception as error:  # Ray raises ConnectionError, RuntimeError, ValueError...
@@ -162,18 +168,52 @@ def run_on_node(task: RunTask, workdir: str, environ: dict[str, str]) -> RunOutc
     return run_task(task)
 
 
-def _check_reachable(address: str) -> None:
-    """Refuse a ``HOST:PORT`` that nothing listens on at once (Ray itself retries for minutes)."""
+def _check_reachable(address: str, timeout_s: float = CONNECT_SECONDS) -> None:
+    """Refuse a ``HOST:PORT`` that does not answer as a Ray cluster within ``timeout_s``.
+
+    Ray itself waits for minutes on an address that accepts connections but is not a cluster's
+    control service, so the service is asked for its cluster ID first (``"auto"``,
+    ``ray://...`` and a cluster with TLS are left to Ray).
+
+    Raises:
+        ConfigError: naming the address, the timeout and what was found there.
+    """
     host, _, port = address.rpartition(":")
     if not host or "://" in address or not port.isdigit():
         return  # "auto", "ray://...": Ray resolves these
     try:
-        socket.create_connection((host, int(port)), timeout=CONNECT_SECONDS).close()
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
     except OSError as error:
         raise ConfigError(
             f"--address {address!r}: nothing answers there ({error}); is the cluster running?"
             " start one with `ray start --head` (docs/experiments.md)"
         ) from None
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        return
+    import grpc  # a dependency of Ray
+
+    with grpc.insecure_channel(address) as channel:
+        try:
+            channel.unary_unary(GCS_PROBE)(b"", timeout=timeout_s)
+        except grpc.RpcError as error:
+            _refuse_answer(address, timeout_s, error)
+
+
+def _refuse_answer(address: str, timeout_s: float, error: Any) -> None:
+    """Refuse what answered at ``address``, unless it is a Ray cluster that wants a token."""
+    import grpc
+
+    code = error.code()
+    if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+        return  # a cluster in token mode: ray.init presents the token
+    if code == grpc.StatusCode.UNIMPLEMENTED:
+        found = "a gRPC service answers there, but not a Ray cluster's"
+    else:
+        found = f"no Ray cluster answered within {timeout_s:g} s ({code.name})"
+    raise ConfigError(
+        f"--address {address!r}: {found}; give the address `ray start --head` prints (its GCS"
+        " port, 6379 by default), or raise --connect-timeout-s (docs/experiments.md)"
+    )
 
 
 def _connect_hint(error: BaseException) -> str:

@@ -145,14 +145,15 @@ def read_sweep(path: Path) -> SweepSpec:
     raw = read_toml(path)
     _check_keys(raw, TOP_LEVEL_KEYS, "the top level of the sweep file")
     scalars = {k: v for k, v in raw.items() if k not in ("set", "grid", "case")}
+    target = raw.get("target")
+    if isinstance(target, dict) and not target.get("metric"):
+        valid = ", ".join(repr(m) for m in TARGET_METRICS if m)
+        raise ConfigError(f"target.metric: required in a [target] table; one of {valid}")
     typed = from_mapping(_SweepFile, scalars)
     overrides = flatten(_table(raw.get("set", {}), "set"), "set")
     grid = _grid(_table(raw.get("grid", {}), "grid"))
     cases = _cases(raw.get("case", []))
     _check_label_keys(typed.report.label, [key for key, _ in grid])
-    if "target" in raw and not typed.target.metric:
-        valid = ", ".join(repr(m) for m in TARGET_METRICS if m)
-        raise ConfigError(f"target.metric: required in a [target] table; one of {valid}")
     return SweepSpec(
         path=path,
         base=path.parent / typed.base,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -61,10 +62,12 @@ def summarize_compute(logs: dict[int, list[RoundCompute]]) -> dict[str, Any]:
 def write_compute_csv(path: Path, logs: dict[int, list[RoundCompute]]) -> None:
     """One row per party and round: ``party`` then the ``RoundCompute`` fields."""
     names = [f.name for f in fields(RoundCompute)]
-    with path.open("w", newline="") as handle:
+    temporary = path.with_name(path.name + ".tmp")  # whole or not at all: never a cut file
+    with temporary.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["party", *names])
         for party, log in sorted(logs.items()):
             for entry in log:
                 row = asdict(entry)
                 writer.writerow([party, *(row[name] for name in names)])
+    os.replace(temporary, path)

@@ -18,9 +18,11 @@ finished run, a failed one, or any file the user put there is never overwritten.
 
 from __future__ import annotations
 
+import datetime
 import errno
 import json
 import os
+import shutil
 import traceback
 from collections.abc import Collection
 from pathlib import Path
@@ -111,44 +113,35 @@ class RunDirectory:
         for sink in self.sinks:
             sink.write(record)
 
-    def read_metrics(self) -> list[dict[str, Any]]:
+    def read_metrics(self, *, torn_tail: bool = False) -> list[dict[str, Any]]:
         """All records of ``metrics.jsonl`` (empty if none yet).
+
+        ``torn_tail``: leave out a last line a killed process cut short (``read_records``).
 
         Raises:
             RunFileError: naming the line that is not a JSON record.
         """
-        return self._metrics(drop_cut_last_line=False)
+        path = self.file(METRICS)
+        return read_records(path, torn_tail=torn_tail) if path.exists() else []
 
     def truncate_metrics(self, rounds: int) -> None:
         """Keep only records of rounds ``<= rounds`` (before resuming from a checkpoint).
 
         A last line cut short (the process was killed while writing it) is dropped: it was
-        written after the checkpoint, so the resumed run writes it again.
+        written after the checkpoint, so the resumed run writes it again. When anything is
+        dropped, the file as it was is kept first (``metrics.jsonl.resumed-<UTC time>``). Every
+        sink (TensorBoard) drops its records of later rounds too.
         """
-        kept = [r for r in self._metrics(drop_cut_last_line=True) if int(r["round"]) <= rounds]
-        self.write_text(METRICS, "".join(json.dumps(r) + "\n" for r in kept))
         for sink in self.sinks:
             sink.truncate(rounds)
-
-    def _metrics(self, *, drop_cut_last_line: bool) -> list[dict[str, Any]]:
         path = self.file(METRICS)
         if not path.exists():
-            return []
-        lines = [(n, line) for n, line in enumerate(path.read_text().splitlines(), 1) if line]
-        records = []
-        for n, line in lines:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                if drop_cut_last_line and n == lines[-1][0]:
-                    break
-                raise RunFileError(
-                    f"{str(path)!r} line {n} is not a JSON record ({error.msg}); a process"
-                    " killed while writing cuts the last line short: `vfl run --resume` drops"
-                    " such a line, else delete it"
-                ) from None
-            records.append(record)
-        return records
+            return
+        kept = [r for r in read_records(path, torn_tail=True) if int(r["round"]) <= rounds]
+        text = "".join(json.dumps(r) + "\n" for r in kept)
+        if text != path.read_text():
+            keep_copy(path, "resumed")
+            self.write_text(METRICS, text)
 
     def write_json(self, name: str, data: dict[str, Any]) -> None:
         """Write a JSON file atomically."""
@@ -246,6 +239,51 @@ class RunDirectory:
             self.file(name).unlink(missing_ok=True)
 
 
+def read_records(path: Path, *, torn_tail: bool = False) -> list[dict[str, Any]]:
+    """The JSON records of a JSON-lines file vfl appends to (one record and newline a write).
+
+    A last line without its newline that is not JSON is the torn tail a killed process leaves:
+    with ``torn_tail`` it is left out. Any other line that is not JSON is damage.
+
+    Raises:
+        RunFileError: naming the file and the line that is not a JSON record.
+    """
+    text = path.read_text()
+    lines = text.split("\n")
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as error:
+            if torn_tail and number == len(lines):  # the last line, without its newline
+                break
+            torn = number == len(lines)
+            raise RunFileError(
+                f"{str(path)!r} line {number} is not a JSON record ({error.msg}); "
+                + (
+                    "a process killed while writing cuts the last line short: `vfl run"
+                    " --resume` drops such a line (keeping a copy of the file), else delete it"
+                    if torn
+                    else "it is not the last line, so it was not cut short by a kill: the file"
+                    " is damaged; restore it, or delete the line"
+                )
+            ) from None
+    return records
+
+
+def keep_copy(path: Path, why: str) -> Path:
+    """Copy ``path`` to ``<name>.<why>-<UTC time>`` beside it (never over a file); the copy."""
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    copy, number = path.with_name(f"{path.name}.{why}-{stamp}"), 1
+    while copy.exists():
+        number += 1
+        copy = path.with_name(f"{path.name}.{why}-{stamp}-{number}")
+    shutil.copy2(path, copy)
+    return copy
+
+
 def check_new(path: Path, *, allow: Collection[str] = ()) -> None:
     """Refuse to start a new run in ``path`` unless it is missing or an empty folder.
 
@@ -276,6 +314,28 @@ def check_new(path: Path, *, allow: Collection[str] = ()) -> None:
         f"run directory {str(path)!r} is not empty ({shown}) and is not a vfl run; a new run"
         " needs a new or empty folder, so nothing in it is overwritten: choose another --run-dir"
     )
+
+
+def check_output(out: Path, *, force: bool, inputs: Collection[Path] = ()) -> None:
+    """Refuse to write ``out`` over one of the command's ``inputs``, or over a file unasked.
+
+    Raises:
+        ConfigError: naming ``out`` and the input it is, or the file that exists.
+    """
+    for source in inputs:
+        if _same_file(out, source):
+            raise ConfigError(
+                f"--out {str(out)!r} is the input {str(source)!r}: writing it would destroy"
+                " what is being read (--force does not change that); choose another --out"
+            )
+    if out.exists() and not force:
+        raise ConfigError(f"{out} already exists; choose another --out or pass --force")
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    if one.exists() and other.exists():
+        return os.path.samefile(one, other)
+    return one.resolve() == other.resolve()
 
 
 def expected(error: BaseException) -> bool:

@@ -11,8 +11,12 @@ without the label holder's data paths), so the architecture and every stage infe
 repeat (PBM and secure sums, compressed evaluation traffic) are rebuilt by the same composition
 root. A party's ``preprocessing.json`` is the fitted encoding of its own raw columns (or, for
 images, the region of each image it holds); its ``manifest.json`` also records the pruned widths
-of an LVFL model. Every manifest carries the run's **fingerprint**, a hash of the config every
-role shares and of the partition, so parts of different runs are never combined.
+of an LVFL model. Every file carries the run's **fingerprint**, a hash of the config every
+role shares and of the partition (the manifest and ``preprocessing.json`` a ``fingerprint``
+entry, ``config.toml`` a ``fingerprint`` key, the weights their safetensors metadata): a
+loaded bundle whose files disagree with its manifest is refused naming the file, and parts of
+different runs are never combined. (Bundles written before the config and preprocessing carried
+it are checked by their weights and manifest.)
 
 A bundle loads on the CPU, whatever ``train.device`` the run trained on (the config it returns
 says ``cpu``): a run trained on CUDA predicts on a machine without it; ``on_device`` moves one.
@@ -22,18 +26,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from vfl.config import DataConfig, RunConfig
-from vfl.config.io import from_mapping, to_toml
+from vfl.config.io import to_toml
 from vfl.data.encoding import TableEncoder
 from vfl.data.partition import Partition, PartyView
 from vfl.errors import ConfigError, DataError
@@ -43,15 +44,19 @@ from vfl.prune.progressive import ProgressivePruner
 from vfl.results.metrics import Task
 from vfl.roles.party import Party
 from vfl.roles.server import Server
+from vfl.run.bundle_files import (
+    FINGERPRINT,
+    FORMAT,
+    PREPROCESSING,
+    load_weights,
+    read_preprocessing,
+    read_role,
+    write_role,
+)
 from vfl.run.models import ConfigModels
 from vfl.run.session import LocalParties, Session
 
-FORMAT = "vfl-bundle/1"
 BUNDLE = "bundle"
-MANIFEST = "manifest.json"
-CONFIG = "config.toml"
-WEIGHTS = "weights.safetensors"
-PREPROCESSING = "preprocessing.json"
 SERVER = "server"
 MODULES_CONFIG, MODULES_GIVEN = "config", "given"
 """How a bundle's models are rebuilt: from its config, or the user passes their own modules."""
@@ -154,8 +159,9 @@ def export_party(
         "pruner": None if pruner is None else pruner.state_dict(),
         "modules": modules,
     }
-    _write(target, manifest, shared_config(config), party.model)
-    (target / PREPROCESSING).write_text(json.dumps(preprocessing, indent=2) + "\n")
+    write_role(target, manifest, shared_config(config), party.model)
+    stamped = {FINGERPRINT: run_fingerprint, **preprocessing}
+    (target / PREPROCESSING).write_text(json.dumps(stamped, indent=2) + "\n")
     return target
 
 
@@ -178,7 +184,7 @@ def export_server(
         "widths": {str(p): w for p, w in server.embedding_dims.items()},
         "modules": modules,
     }
-    _write(target, manifest, config, server.head)
+    write_role(target, manifest, config, server.head)
     return target
 
 
@@ -194,7 +200,8 @@ def load_party(folder: Path, module: nn.Module | None = None) -> PartyBundle:
         DataError: naming the file that is missing or not what a bundle holds, or a bundle of
             the user's own modules loaded without one.
     """
-    manifest, config = _read(folder, "party")
+    manifest, config = read_role(folder, "party")
+    config = on_device(config, "cpu")
     shape = tuple(int(size) for size in manifest["block_shape"])
     party = int(manifest["party"])
     if _given(manifest, folder, module, f"party {party}'s bottom"):
@@ -206,10 +213,10 @@ def load_party(folder: Path, module: nn.Module | None = None) -> PartyBundle:
         pruner = ProgressivePruner.for_model(model)
         pruner.load_state_dict(manifest["pruner"])
         model = pruner.restore(model).model
-    _load_weights(folder, model)
-    preprocessing = json.loads(_text(folder / PREPROCESSING))
+    load_weights(folder, model, str(manifest[FINGERPRINT]))
+    preprocessing = read_preprocessing(folder, str(manifest[FINGERPRINT]))
     return PartyBundle(
-        int(manifest["party"]), str(manifest["fingerprint"]), config, model, preprocessing, shape
+        int(manifest["party"]), str(manifest[FINGERPRINT]), config, model, preprocessing, shape
     )
 
 
@@ -225,7 +232,8 @@ def load_server(folder: Path, module: nn.Module | None = None) -> ServerBundle:
         DataError: naming the file that is missing or not what a bundle holds, or a bundle of
             the user's own modules loaded without one.
     """
-    manifest, config = _read(folder, "server")
+    manifest, config = read_role(folder, "server")
+    config = on_device(config, "cpu")
     classes = tuple(str(c) for c in manifest["classes"])
     widths = {int(p): int(w) for p, w in manifest["widths"].items()}
     if _given(manifest, folder, module, "the head"):
@@ -235,8 +243,8 @@ def load_server(folder: Path, module: nn.Module | None = None) -> ServerBundle:
         head = ConfigModels(config).head(
             list(dict(sorted(widths.items())).values()), Task(len(classes))
         )
-    _load_weights(folder, head)
-    return ServerBundle(str(manifest["fingerprint"]), config, head, classes, widths)
+    load_weights(folder, head, str(manifest[FINGERPRINT]))
+    return ServerBundle(str(manifest[FINGERPRINT]), config, head, classes, widths)
 
 
 def _given(manifest: dict[str, Any], folder: Path, module: nn.Module | None, what: str) -> bool:
@@ -282,50 +290,6 @@ def _sources(view: PartyView, encoder: TableEncoder) -> list[str]:
     names = encoder.names
     chosen = [encoder.sources[names.index(name)] for name in view.column_names]
     return list(dict.fromkeys(chosen))
-
-
-def _write(target: Path, manifest: dict[str, Any], config: RunConfig, model: nn.Module) -> None:
-    target.mkdir(parents=True, exist_ok=True)
-    state = {name: tensor.detach().contiguous() for name, tensor in model.state_dict().items()}
-    save_file(state, str(target / WEIGHTS), metadata={"fingerprint": manifest["fingerprint"]})
-    (target / CONFIG).write_text(to_toml(config))
-    (target / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-
-
-def _read(folder: Path, role: str) -> tuple[dict[str, Any], RunConfig]:
-    try:
-        manifest: dict[str, Any] = json.loads(_text(folder / MANIFEST))
-    except json.JSONDecodeError as error:
-        raise DataError(f"{folder / MANIFEST} is not JSON: {error}") from None
-    if manifest.get("format") != FORMAT or manifest.get("role") != role:
-        raise DataError(
-            f"{folder / MANIFEST} is not a {role} bundle of format {FORMAT!r} (format"
-            f" {manifest.get('format')!r}, role {manifest.get('role')!r})"
-        )
-    config = from_mapping(RunConfig, tomllib.loads(_text(folder / CONFIG)))
-    return manifest, on_device(config, "cpu")
-
-
-def _load_weights(folder: Path, model: nn.Module) -> None:
-    path = folder / WEIGHTS
-    if not path.is_file():
-        raise DataError(f"{path} is missing: the bundle has no weights")
-    try:
-        state = load_file(str(path))
-    except (SafetensorError, OSError, ValueError) as error:
-        raise DataError(
-            f"{path} is not a safetensors file ({error}); bundles hold no pickle"
-        ) from None
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as error:
-        raise DataError(f"{path} does not fit the model its config describes: {error}") from None
-
-
-def _text(path: Path) -> str:
-    if not path.is_file():
-        raise DataError(f"{path} is missing: not a complete bundle")
-    return path.read_text()
 
 
 def export_run(

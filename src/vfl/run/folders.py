@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from vfl.config import RunConfig
+from vfl.config.applicability import canonical, saved_config, saved_settings
 from vfl.config.fields import show
 from vfl.config.io import from_mapping, merge, parse_overrides, read_toml
 from vfl.errors import ConfigError
@@ -65,7 +66,18 @@ def resumed_config(run_dir: Path, overrides: Sequence[str]) -> RunConfig:
                 f"--set {key} cannot change on resume; only {', '.join(RESUMABLE_KEYS)} can"
             )
     saved = as_made(read_toml(run_dir / CONFIG))
-    return from_mapping(RunConfig, merge(saved, parse_overrides(overrides)))
+    given = parse_overrides(overrides)
+    with saved_settings():
+        config = from_mapping(RunConfig, merge(saved, given))
+    config, reset = canonical(config)
+    for item in overrides:
+        key = item.partition("=")[0].strip()
+        if key in reset:
+            raise ConfigError(
+                f"--set {item.strip()} does not apply to this run: vfl would leave it at its"
+                " default"
+            )
+    return config
 
 
 def as_made(saved: dict[str, Any]) -> dict[str, Any]:
@@ -80,22 +92,24 @@ def as_made(saved: dict[str, Any]) -> dict[str, Any]:
     return saved
 
 
-def check_unchanged(trained: str, config: RunConfig, run_dir: Path) -> None:
+def check_unchanged(trained: str, config: RunConfig, run_dir: Path, source: str = "") -> None:
     """Refuse to resume with ``config`` where it differs from the checkpoint's config.
 
     ``trained`` is the TOML text the checkpoint keeps; only ``RESUMABLE_KEYS`` may differ.
+    ``source`` names where ``config`` was read (default: the run's ``config.toml``).
 
     Raises:
         ConfigError: naming every changed field, its old and new value.
     """
     try:
-        before = from_mapping(RunConfig, as_made(tomllib.loads(trained)))
+        before = saved_config(as_made(tomllib.loads(trained)))
     except (ConfigError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(
             f"the config kept in the checkpoint of {str(run_dir)!r} no longer loads ({error});"
             " it was written by another version of vfl: start a new run"
         ) from None
-    old, new = _flat(dataclasses.asdict(before)), _flat(dataclasses.asdict(config))
+    now = canonical(config)[0]
+    old, new = _flat(dataclasses.asdict(before)), _flat(dataclasses.asdict(now))
     changed = [
         f"{key} ({show(old.get(key))} -> {show(new.get(key))})"
         for key in sorted(old.keys() | new.keys())
@@ -105,7 +119,8 @@ def check_unchanged(trained: str, config: RunConfig, run_dir: Path) -> None:
         raise ConfigError(
             f"the config of {str(run_dir)!r} differs from the one its checkpoint was trained"
             f" with in {', '.join(changed)}; only {', '.join(RESUMABLE_KEYS)} may change on"
-            f" resume: undo the change in {str(run_dir / CONFIG)!r}, or start a new run"
+            f" resume: undo the change in {source or repr(str(run_dir / CONFIG))}, or start a new"
+            " run"
         )
 
 

@@ -11,7 +11,7 @@ the predictions.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,9 @@ from vfl.run.compose import Blueprint, build_loop, build_party, build_server, lo
 from vfl.run.models import ConfigModels
 from vfl.wire import SPLIT_TEST
 
+UNSEEN_COLUMN = "unseen_categories"
+"""The predictions' column naming, per row, the raw columns with a category unseen in training."""
+
 
 @dataclass(frozen=True)
 class Predictions:
@@ -40,12 +43,15 @@ class Predictions:
         classes: The class names, in class-index order.
         probabilities: ``(n, C)`` probability of each class.
         metrics: Loss and accuracy (F1, AUC for binary tasks) when labels were given.
+        unseen: Per raw column that holds any, the rows whose category training never saw
+            (scored by the training rule: all zeros one-hot).
     """
 
     ids: npt.NDArray[Any]
     classes: tuple[str, ...]
     probabilities: npt.NDArray[np.float64]
     metrics: dict[str, float] | None = None
+    unseen: dict[str, npt.NDArray[np.bool_]] = field(default_factory=dict)
 
     @property
     def predicted(self) -> npt.NDArray[np.int64]:
@@ -58,10 +64,17 @@ class Predictions:
         return np.asarray(self.classes)[self.predicted]
 
     def to_frame(self) -> pd.DataFrame:
-        """``id``, ``predicted`` (class name) and ``probability_<class>`` columns, one row each."""
+        """``id``, ``predicted`` (class name) and ``probability_<class>`` columns, one row each.
+
+        When some rows hold categories unseen in training, an ``unseen_categories`` column
+        names their columns (``;``-separated; empty for the other rows).
+        """
         frame = pd.DataFrame({"id": self.ids, "predicted": self.labels})
         for index, name in enumerate(self.classes):
             frame[f"probability_{name}"] = self.probabilities[:, index]
+        if self.unseen:
+            columns = [[c for c, rows in self.unseen.items() if rows[i]] for i in range(len(frame))]
+            frame[UNSEEN_COLUMN] = [";".join(names) for names in columns]
         return frame
 
 
@@ -72,6 +85,8 @@ class Rows:
     blocks: list[torch.Tensor]
     ids: npt.NDArray[Any]
     labels: torch.Tensor | None
+    unseen: dict[str, npt.NDArray[np.bool_]] = field(default_factory=dict)
+    """Per raw column that holds any, the rows whose category training never saw."""
 
 
 class BundleModels:
@@ -213,7 +228,15 @@ class Model:
             labels = label_indices(
                 frame[label].tolist(), self.classes, f"{where}: label column {label!r}"
             )
-        return Rows(self.features(frame, where=where), ids, labels)
+        return Rows(self.features(frame, where=where), ids, labels, self.unseen(frame))
+
+    def unseen(self, frame: pd.DataFrame) -> dict[str, npt.NDArray[np.bool_]]:
+        """Per raw column of ``frame``, the rows holding a category its party never trained on."""
+        found: dict[str, npt.NDArray[np.bool_]] = {}
+        for bundle in self.parties.values():
+            if bundle.encoder is not None:
+                found.update(bundle.encoder.unseen(frame))
+        return found
 
     def predict(
         self,

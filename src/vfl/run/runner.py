@@ -33,8 +33,10 @@ from vfl.results.files import (
     PARTITION,
     SUMMARY,
     RunDirectory,
+    RunFileError,
     check_new,
     failure_line,
+    keep_copy,
 )
 from vfl.results.summary import Target
 from vfl.results.tensorboard import FOLDER as TENSORBOARD
@@ -84,11 +86,12 @@ def train(
         RunStopped: if ``stop`` was requested.
     """
     if resume:
-        run_files, progress = _resumable(config, run_dir)
+        run_files, progress = resumable(config, run_dir)
         composed = _compose(config, resume=progress, probe=probe)
         if on_start is not None:
             on_start()
         with _failures_recorded(run_files):
+            _keep_a_finished_summary(run_files, config)
             return _train(config, composed, run_files, resume, stop)
     check_new(run_dir)
     composed = _compose(config, resume=None, probe=probe)
@@ -176,6 +179,22 @@ def _failures_recorded(run_files: RunDirectory) -> Iterator[None]:
         raise
 
 
+def _keep_a_finished_summary(run_files: RunDirectory, config: RunConfig) -> None:
+    """Before a finished run trains more epochs, keep its summary (``summary.json.resumed-*``).
+
+    ``vfl sweep`` keeps it as ``summary.epochs<E>.json`` before it resumes, so finds none here.
+    """
+    path = run_files.file(SUMMARY)
+    if not path.exists():
+        return
+    try:
+        epochs = int(run_files.read_json(SUMMARY).get("epochs", 0))
+    except (RunFileError, TypeError, ValueError):
+        epochs = 0  # unreadable: keep it whatever it says
+    if epochs < config.train.epochs:
+        keep_copy(path, "resumed")
+
+
 def failure_message(error: BaseException, run_dir: Path) -> str:
     """What ``error.txt`` says about a run that ended with ``error``, and how to go on."""
     resume = f"`vfl run --resume {run_dir}`"
@@ -188,15 +207,23 @@ def failure_message(error: BaseException, run_dir: Path) -> str:
     return failure_line(error)
 
 
-def _resumable(config: RunConfig, run_dir: Path) -> tuple[RunDirectory, Progress]:
-    """The run folder to resume and where its checkpoint left it, once ``config`` may go on."""
+def resumable(config: RunConfig, run_dir: Path, source: str = "") -> tuple[RunDirectory, Progress]:
+    """The run folder to resume and where its checkpoint left it, once ``config`` may go on.
+
+    Used by ``vfl run --resume`` and the deployed server's ``--resume`` alike; ``source``
+    names where ``config`` was read (default: the run's ``config.toml``).
+
+    Raises:
+        ConfigError: naming every key that differs from the checkpoint's config outside
+            ``folders.RESUMABLE_KEYS``, or epochs fewer than the checkpoint has done.
+    """
     if not run_dir.is_dir():
         raise ConfigError(f"--resume {str(run_dir)!r}: no such folder, so no run to resume")
     run_files = RunDirectory(run_dir)
     state = run_files.load_checkpoint(lazily=True)
     trained = state.get("config")
     if isinstance(trained, str) and trained:  # checkpoints of older versions hold no config
-        check_unchanged(trained, config, run_dir)
+        check_unchanged(trained, config, run_dir, source)
     done, position = int(state["epoch"]), int(state.get("position", 0))
     if config.train.epochs < done + (position > 0):
         where = f"round {position} of epoch {done + 1}" if position else f"the end of epoch {done}"

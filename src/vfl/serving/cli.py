@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -25,16 +26,29 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--out", type=Path, help="where to write the CSV (default: RUN_DIR/predictions.csv)"
     )
     predict.add_argument("--force", action="store_true", help="replace an existing --out file")
+    predict.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse --data rows holding a category unseen in training (default: score them by"
+        " the training rule, all zeros one-hot, and report them)",
+    )
     predict.set_defaults(handler=_predict)
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from vfl.serving.batch import predict, write_predictions  # deferred: torch loads slowly
+    from vfl.results.files import check_output
 
-    predictions = predict(args.run_dir, data=args.data, id_column=args.id_column)
-    out = write_predictions(
-        predictions, args.out or args.run_dir / "predictions.csv", force=args.force
+    out = args.out or args.run_dir / "predictions.csv"
+    check_output(out, force=args.force, inputs=() if args.data is None else (args.data,))
+    from vfl.serving.batch import predict, unseen_note, write_predictions  # torch loads slowly
+
+    predictions = predict(
+        args.run_dir, data=args.data, id_column=args.id_column, strict=args.strict
     )
+    out = write_predictions(predictions, out, force=args.force, data=args.data)
+    note = unseen_note(predictions, out)
+    if note is not None:
+        print(f"vfl: note: {note}", file=sys.stderr)
     line = f"{len(predictions.ids)} predictions written to {out}"
     if predictions.metrics is not None:
         shown = ", ".join(f"{name} {value:.4f}" for name, value in predictions.metrics.items())

@@ -5,12 +5,13 @@ handler (usually ``PartyEndpoint.handle_frame``) returns. It keeps its last repl
 a request sent again after a lost reply is answered from that cache, so a gradient is never
 applied twice. If the stream breaks, or the server is not up yet, the party dials again with
 exponential backoff and jitter, logging how long it will keep trying, and gives up after
-``give_up_s`` seconds without the server. What retrying cannot fix ends ``serve`` at once: a
-refusal of its credentials, a TLS handshake that fails on the certificates (on either side),
-and a server name that does not resolve before the first connection. A refusal because
-another process of the same party is connected is retried for a grace period (the other
-process may be a dead one the server has not noticed yet), then final. The party stops after
-answering ``Shutdown``.
+``give_up_s`` seconds without the server (an address that accepts the connection and never
+answers counts as unreachable, within the same ``give_up_s``). What retrying cannot fix ends
+``serve`` at once: a refusal of its credentials, a TLS handshake that fails on the certificates
+(on either side), and a server name that does not resolve before the first connection. A
+refusal because another process of the same party is connected is retried for a grace period
+(the other process may be a dead one the server has not noticed yet), then final. The party
+stops after answering ``Shutdown``.
 
 The link runs on gRPC's asyncio API, in the thread that calls ``serve``: it reads a request,
 computes the reply with the (synchronous) handler and writes the reply, all in that one thread.
@@ -65,6 +66,8 @@ FrameHandler = Callable[[bytes], bytes]
 
 REPLY_CACHE_SIZE = 8
 REPORT_EVERY_S = 5.0
+MIN_ANSWER_WAIT_S = 1.0
+"""The shortest time a dial waits for the server's answer (once ``give_up_s`` is nearly up)."""
 """Least time between two log lines about a server that cannot be reached."""
 _REFUSALS: dict[Any, RefusalCode] = {
     grpc.StatusCode.UNAUTHENTICATED: "unauthenticated",
@@ -168,11 +171,13 @@ class PartyLink:
         dialing = Dialing(self.give_up_s, self.duplicate_grace_s, since=time.monotonic())
         try:
             while not self._stopping.is_set():
-                ended = await self._session()
+                left = dialing.give_up_s - (time.monotonic() - dialing.since)
+                ended = await self._session(max(left, MIN_ANSWER_WAIT_S))
                 if ended.failure is None or self._stopping.is_set():
                     return
                 self._judge(ended, dialing)
-                delay = self.policy.delay(dialing.retry, rng=self._rng)
+                left = dialing.left_s(time.monotonic())  # never wait past giving up
+                delay = min(self.policy.delay(dialing.retry, rng=self._rng), left + 0.05)
                 self._report(ended, dialing, delay)
                 with contextlib.suppress(TimeoutError):  # woken early by stop()
                     await asyncio.wait_for(self._wake.wait(), delay)
@@ -258,7 +263,13 @@ class PartyLink:
         if wake and self._wake is not None:
             self._wake.set()
 
-    async def _session(self) -> _Ended:
+    async def _session(self, answer_within_s: float) -> _Ended:
+        """One stream to the server: answer on it until it ends; why it ended.
+
+        The server must answer the dial (TLS handshake, admission) within ``answer_within_s``
+        (what is left of ``give_up_s``): an address that accepts connections and stays silent
+        would otherwise hold the attempt for as long as gRPC's own connect timeout.
+        """
         options = grpc_options(chunk_bytes=self._chunk_bytes, keepalive_s=self._keepalive_s)
         channel = grpc.aio.secure_channel(
             self.address, self.tls.credentials(), options=[*options, *self.tls.options()]
@@ -270,7 +281,12 @@ class PartyLink:
             self._call = call
             if self._stopping.is_set():
                 self._drop(call, wake=False)
-            metadata = await call.initial_metadata()
+            try:
+                metadata = await asyncio.wait_for(call.initial_metadata(), answer_within_s)
+            except TimeoutError:
+                self._drop(call, wake=False)
+                silent = f"no answer to the dial within {answer_within_s:.0f} s"
+                return _Ended(Attempt.UNREACHABLE, silent)
             accepted = any(key == "vfl-accepted" for key, _ in metadata or ())
             if accepted:
                 log.info("party %d connected to %s", self.party_id, self.address)

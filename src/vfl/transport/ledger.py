@@ -7,6 +7,7 @@ them; nothing here is a formula.
 from __future__ import annotations
 
 import csv
+import os
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,8 +141,9 @@ class Ledger:
         )
 
     def write_csv(self, path: Path) -> None:
-        """Write every row to ``path`` as CSV."""
-        with path.open("w", newline="") as handle:
+        """Write every row to ``path`` as CSV, whole or not at all (a temporary file renamed)."""
+        temporary = path.with_name(path.name + ".tmp")
+        with temporary.open("w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(["round", "phase", "direction", "party", "kind", "messages", "bytes"])
             for key, count in self.rows():
@@ -156,6 +158,7 @@ class Ledger:
                         count.bytes,
                     ]
                 )
+        os.replace(temporary, path)
 
     def state_dict(self) -> dict[str, list[list[int | str]]]:
         """A plain snapshot (lists of ints and strings) for checkpoints."""

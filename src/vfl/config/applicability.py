@@ -1,0 +1,287 @@
+"""Settings that apply only under other settings: every such pair, in one table.
+
+A value other than a field's default where the field does not apply would be silently ignored
+(``lr_gamma`` under the constant schedule, ``checkpoint_every`` with checkpoints off), so the
+one rule ``vfl.config.rules._settings_apply`` refuses it, naming the key, its value and what
+makes it apply. Keys are relative to the section the entry is listed under (dotted for nested
+sections); a condition reads that section. Fields whose use depends on the data (a categorical
+column, the number of classes) are checked where the data is loaded, not here.
+
+A config vfl wrote earlier (a run's ``config.toml``, a checkpoint's, a bundle's) is read
+``with saved_settings()``, which accepts such values, and ``canonical`` then resets them to
+their defaults: they never changed what the run computed, so the run compares equal to the
+same run configured without them. A sweep reads its settings the same way, since a ``[set]``
+key may apply to some of its grid's settings only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from vfl.config.attack import AttackConfig
+from vfl.config.buildable import NO_COMPRESSOR
+from vfl.config.io import from_mapping
+from vfl.config.schema import RunConfig
+from vfl.config.sections import (
+    BottomConfig,
+    HeadConfig,
+    OptimizerConfig,
+    PartitionConfig,
+    TargetConfig,
+    TrainConfig,
+)
+from vfl.config.stages import (
+    CompressorConfig,
+    GradientNoiseConfig,
+    LightweightConfig,
+    PrivacyConfig,
+    RatioScheduleConfig,
+)
+
+
+@dataclass(frozen=True)
+class Applies:
+    """A field that is used only when ``when`` holds of its section.
+
+    Attributes:
+        key: The field, relative to the section (dotted for a nested section's field).
+        when: Whether it applies, given the section.
+        needs: What makes it apply, in words (``train.optimizer.lr_schedule 'step' or
+            'exponential'``).
+    """
+
+    key: str
+    when: Callable[[Any], bool]
+    needs: str
+
+
+def _accepts(link: CompressorConfig, parameter: str) -> bool:
+    """Whether the link's compressor takes ``parameter`` (lazily: the registry needs torch)."""
+    if link.name == NO_COMPRESSOR:
+        return False
+    from vfl.compress.registry import COMPRESSORS
+
+    cls = COMPRESSORS.get(link.name)
+    return cls is None or parameter in {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+
+
+def _bits_apply(link: CompressorConfig) -> bool:
+    by_ratio = link.ratio > 0 and _accepts(link, "ratio")
+    return _accepts(link, "bits") and not by_ratio
+
+
+def _prunes(lightweight: LightweightConfig) -> bool:
+    return not lightweight.alpha.is_zero or any(not e.alpha.is_zero for e in lightweight.party)
+
+
+def _noised(config: RunConfig) -> bool:
+    return config.privacy.mechanism == "pbm" or config.privacy.gradient_noise.enabled
+
+
+def _attack(name: str) -> Callable[[AttackConfig], bool]:
+    return lambda attack: attack.name == name
+
+
+def _ratio_kind(kind: str) -> Callable[[RatioScheduleConfig], bool]:
+    return lambda schedule: schedule.kind == kind
+
+
+_PBM = "with privacy.mechanism = 'pbm'"
+_METRIC = "with a target.metric (time to target)"
+
+APPLICABILITY: dict[type, tuple[Applies, ...]] = {
+    OptimizerConfig: (
+        Applies("momentum", lambda o: o.name == "sgd", "with name = 'sgd'"),
+        Applies(
+            "lr_gamma",
+            lambda o: o.lr_schedule in ("step", "exponential"),
+            "with lr_schedule = 'step' or 'exponential'",
+        ),
+        Applies("lr_step_epochs", lambda o: o.lr_schedule == "step", "with lr_schedule = 'step'"),
+    ),
+    TrainConfig: (Applies("checkpoint_every", lambda t: t.checkpoint, "with checkpoint = true"),),
+    BottomConfig: (
+        Applies("channels", lambda b: b.kind == "cnn", "with kind = 'cnn'"),
+        Applies(
+            "activation",
+            lambda b: b.kind == "cnn" or bool(b.hidden),
+            "between layers: with hidden layers (or kind = 'cnn')",
+        ),
+    ),
+    HeadConfig: (
+        Applies(
+            "activation",
+            lambda h: h.top == "mlp" and bool(h.hidden),
+            "between layers: with top = 'mlp' and hidden layers",
+        ),
+    ),
+    PartitionConfig: (Applies("seed", lambda p: p.scheme == "random", "with scheme = 'random'"),),
+    TargetConfig: (
+        Applies("value", lambda t: bool(t.metric), "with a metric"),
+        Applies("compute_ms", lambda t: bool(t.metric), _METRIC),
+        Applies("latencies_ms", lambda t: bool(t.metric), _METRIC),
+    ),
+    CompressorConfig: (
+        Applies("bits", _bits_apply, "with a quantizer, or 'topk' without a ratio"),
+        Applies("range", lambda c: _accepts(c, "low"), "with a quantizer ('scalar', 'lattice')"),
+        Applies(
+            "low",
+            lambda c: c.range == "fixed" and _accepts(c, "low"),
+            "with a quantizer and range = 'fixed'",
+        ),
+        Applies(
+            "high",
+            lambda c: c.range == "fixed" and _accepts(c, "high"),
+            "with a quantizer and range = 'fixed'",
+        ),
+        Applies("ratio", lambda c: _accepts(c, "ratio"), "with name = 'topk'"),
+        Applies("select", lambda c: c.name == "topk", "with name = 'topk'"),
+        Applies("per_row", lambda c: _accepts(c, "per_row"), "with name = 'topk'"),
+        Applies(
+            "schedule", _bits_apply, "where bits apply: a quantizer, or 'topk' without a ratio"
+        ),
+        Applies("steps", lambda c: c.schedule == "steps", "with schedule = 'steps'"),
+    ),
+    PrivacyConfig: (
+        Applies("trials", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
+        Applies("beta", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
+        Applies("clip", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
+        Applies("eval_fraction_bits", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
+        Applies("sampler", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
+    ),
+    GradientNoiseConfig: (Applies("clip", lambda g: g.enabled, "with noise_multiplier > 0"),),
+    RatioScheduleConfig: (
+        Applies("value", _ratio_kind("constant"), "with kind = 'constant'"),
+        Applies("steps", _ratio_kind("steps"), "with kind = 'steps'"),
+        Applies("start_round", _ratio_kind("linear"), "with kind = 'linear'"),
+        Applies("end_round", _ratio_kind("linear"), "with kind = 'linear'"),
+        Applies("start_value", _ratio_kind("linear"), "with kind = 'linear'"),
+        Applies("end_value", _ratio_kind("linear"), "with kind = 'linear'"),
+        Applies("values", _ratio_kind("table"), "with kind = 'table'"),
+    ),
+    LightweightConfig: (
+        Applies("prune_at", _prunes, "when a party prunes (alpha above 0 in some round)"),
+    ),
+    AttackConfig: (
+        Applies("role", lambda a: a.name != "none", "with an attack name"),
+        Applies("party", lambda a: a.name != "none", "with an attack name"),
+        *(
+            Applies(f"{name}.{field}", _attack(name), f"with name = {name!r}")
+            for name, fields in (
+                ("label_inference", ("known_positives", "multiclass")),
+                ("model_completion", ("labels", "hidden", "epochs", "lr")),
+                (
+                    "feature_reconstruction",
+                    ("aux_fraction", "hidden", "epochs", "batch_size", "lr"),
+                ),
+            )
+            for field in fields
+        ),
+    ),
+    RunConfig: (
+        Applies("privacy.randomness", _noised, f"{_PBM} or privacy.gradient_noise"),
+        Applies("privacy.delta", _noised, f"{_PBM} or privacy.gradient_noise"),
+        Applies(
+            "compress.evaluation",
+            lambda c: c.privacy.mechanism != "pbm" and c.compress.embedding.name != NO_COMPRESSOR,
+            "with an embedding compressor and without PBM (whose evaluations are summed securely)",
+        ),
+        Applies(
+            "protocol.proximal_mu",
+            lambda c: c.protocol.local_steps > 1,
+            "with protocol.local_steps > 1 (the first local step starts at the anchor)",
+        ),
+    ),
+}
+"""Every field that applies only under other settings, by the section class that holds it.
+
+``privacy.secure_aggregation = 'on'`` without PBM has a rule of its own with a better message,
+and ``'off'`` without PBM is what ``'auto'`` means there, so it is not listed."""
+
+S = TypeVar("S")
+_SAVED: ContextVar[bool] = ContextVar("saved_settings", default=False)
+
+
+@contextmanager
+def saved_settings() -> Iterator[None]:
+    """Within the block, sections accept values of fields that do not apply."""
+    token = _SAVED.set(True)
+    try:
+        yield
+    finally:
+        _SAVED.reset(token)
+
+
+def reading_saved() -> bool:
+    """Whether sections are being read ``with saved_settings()``."""
+    return _SAVED.get()
+
+
+def saved_config(raw: Mapping[str, Any]) -> RunConfig:
+    """A run config vfl wrote earlier, with every field that does not apply at its default."""
+    with saved_settings():
+        config = from_mapping(RunConfig, raw)
+    return canonical(config)[0]
+
+
+def inapplicable(section: object) -> list[tuple[str, object, object, Applies]]:
+    """Each field of ``section`` set away from its default where it does not apply.
+
+    As ``(key, value, default, entry)``; fields of its sub-sections are theirs to report.
+    """
+    found = []
+    for entry in APPLICABILITY.get(type(section), ()):
+        value, default = value_and_default(section, entry.key)
+        if value != default and not entry.when(section):
+            found.append((entry.key, value, default, entry))
+    return found
+
+
+def value_and_default(section: object, key: str) -> tuple[object, object]:
+    """The value of the dotted ``key`` in ``section`` and its field's default."""
+    *path, name = key.split(".")
+    holder: object = section
+    for part in path:
+        holder = getattr(holder, part)
+    (field,) = (f for f in dataclasses.fields(holder) if f.name == name)  # type: ignore[arg-type]
+    factory = field.default_factory
+    if field.default is dataclasses.MISSING and callable(factory):
+        return getattr(holder, name), factory()
+    return getattr(holder, name), field.default
+
+
+def canonical(section: S, prefix: str = "") -> tuple[S, list[str]]:
+    """``section`` with every field that does not apply reset to its default, and their keys.
+
+    Sub-sections first (so that a condition reads their canonical values). Keys are dotted
+    paths from ``section``, after ``prefix``.
+    """
+    reset: list[str] = []
+    with saved_settings():
+        changes: dict[str, object] = {}
+        for field in dataclasses.fields(section):  # type: ignore[arg-type]
+            value = getattr(section, field.name)
+            if dataclasses.is_dataclass(value):
+                changes[field.name], keys = canonical(value, f"{prefix}{field.name}.")
+                reset += keys
+            elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
+                items = [canonical(item, f"{prefix}{field.name}.") for item in value]
+                changes[field.name] = tuple(item for item, _ in items)
+                reset += [key for _, keys in items for key in keys]
+        result = dataclasses.replace(section, **changes)  # type: ignore[type-var]
+        for key, _, default, _ in inapplicable(result):
+            result = _replaced(result, key, default)
+            reset.append(prefix + key)
+    return result, reset
+
+
+def _replaced(section: S, key: str, value: object) -> S:
+    name, _, rest = key.partition(".")
+    if rest:
+        value = _replaced(getattr(section, name), rest, value)
+    return dataclasses.replace(section, **{name: value})  # type: ignore[type-var]
