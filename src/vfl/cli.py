@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.metadata
 import json
 import pickle
 import sys
@@ -119,6 +120,7 @@ def _traceback_file(error: BaseException) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vfl", description="Vertical federated learning.")
+    parser.add_argument("--version", action="version", version=f"vfl {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(commands)
     data = commands.add_parser("data", help="list or fetch data sets")
@@ -139,6 +141,14 @@ def _parser() -> argparse.ArgumentParser:
     register_deploy(commands)
     register_serving(commands)
     return parser
+
+
+def _version() -> str:
+    """The installed package's version (its metadata), or what is known without it."""
+    try:
+        return importlib.metadata.version("vfl")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "(not installed)"
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

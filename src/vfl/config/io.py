@@ -47,8 +47,8 @@ def from_mapping(cls: type[T], data: Mapping[str, Any], *, path: str = "") -> T:
     unknown = sorted(set(data) - set(fields))
     if unknown:
         where = f"[{path}]" if path else "the top level"
-        close = difflib.get_close_matches(unknown[0], list(fields), n=1)
-        hint = f" (did you mean {_join(path, close[0])!r}?)" if close else ""
+        close = _close_key(cls, unknown[0])
+        hint = f" (did you mean {_join(path, close)!r}?)" if close else ""
         raise ConfigError(
             f"unknown key {_join(path, unknown[0])!r}{hint}; valid keys in {where}:"
             f" {', '.join(fields)}"
@@ -58,6 +58,32 @@ def from_mapping(cls: type[T], data: Mapping[str, Any], *, path: str = "") -> T:
         return cls(**values)
     except FieldError as error:
         raise ConfigError(f"{_join(path, error.key)}: {error.detail}") from None
+
+
+def _close_key(cls: type[Any], key: str) -> str:
+    """The key of ``cls`` (dotted, nested tables included) that ``key`` most likely meant.
+
+    A close spelling at the same level comes first (``epohcs``: ``epochs``); else a key of that
+    name, or a close one, in a nested table (``train.lr``: ``train.optimizer.lr``). ``""``: none.
+    """
+    here = [f.name for f in dataclasses.fields(cls)]
+    close = difflib.get_close_matches(key, here, n=1)
+    if close:
+        return close[0]
+    nested = _nested_keys(cls)
+    leaves = {dotted.rpartition(".")[2]: dotted for dotted in reversed(nested)}
+    close = difflib.get_close_matches(key, list(leaves), n=1, cutoff=0.8)
+    return leaves[close[0]] if close else ""
+
+
+def _nested_keys(cls: type[Any], prefix: str = "") -> list[str]:
+    """The dotted keys inside the nested tables of ``cls``, outer tables first."""
+    hints = typing.get_type_hints(cls)
+    tables = [f.name for f in dataclasses.fields(cls) if dataclasses.is_dataclass(hints[f.name])]
+    keys = [f"{prefix}{t}.{f.name}" for t in tables for f in dataclasses.fields(hints[t])]
+    for table in tables:
+        keys += _nested_keys(hints[table], f"{prefix}{table}.")
+    return [key for key in dict.fromkeys(keys) if key.count(".") > prefix.count(".")]
 
 
 def _convert(hint: Any, value: Any, key: str) -> Any:
