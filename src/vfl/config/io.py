@@ -7,6 +7,7 @@ tuples too), and nested config dataclasses.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import tomllib
@@ -173,6 +174,29 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {str(path)!r} does not exist") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"config file {str(path)!r} is not valid TOML: {error}") from None
+
+
+def with_paths_resolved(
+    raw: Mapping[str, Any], keys: Mapping[str, Sequence[str]], base: Path
+) -> dict[str, Any]:
+    """A copy of ``raw`` whose relative path values at ``keys`` are joined to ``base``.
+
+    ``keys`` maps a dotted table (``""``: the top level) to the names of its path keys. A config
+    file's relative paths mean paths next to the file, whatever the working directory; values
+    given on the command line (``--set``) are merged afterwards and taken as typed.
+    """
+    out = copy.deepcopy(dict(raw))
+    for section, names in keys.items():
+        table: Any = out
+        for part in filter(None, section.split(".")):
+            table = table.get(part) if isinstance(table, dict) else None
+        if not isinstance(table, dict):
+            continue
+        for name in names:
+            value = table.get(name)
+            if isinstance(value, str) and value:
+                table[name] = str(base / Path(value).expanduser())
+    return out
 
 
 def to_toml(config: Any) -> str:
