@@ -6,14 +6,16 @@ import argparse
 import gc
 import importlib.metadata
 import json
+import logging
 import pickle
 import sys
 import tempfile
 import tomllib
 import traceback
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from vfl.config import load_config
 from vfl.deploy.cli import register as register_deploy
@@ -42,7 +44,9 @@ UNDECODABLE = (
 )
 """A file that is not what it should be, found where no layer below named it: one line that
 says where the traceback (which names the file) was saved, 2."""
-USER_ERROR, INTERNAL_ERROR, INTERRUPTED = 2, 1, 130
+USER_ERROR, INTERNAL_ERROR, INTERRUPTED, TERMINATED = 2, 1, 130, 143
+"""Exit statuses (docs/troubleshooting.md, "Exit codes"): a refused input; a bug; stopped by
+Ctrl-C (SIGINT); stopped by SIGTERM. 0 is success."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     No traceback reaches the terminal: an expected failure prints one line (status 2); any
     other exception prints one line saying where its full traceback was saved (status 1).
     """
+    if argv is None:  # the process's own command line (a call from Python keeps its warnings)
+        warnings.showwarning = _show_warning
     status = _main(_parser().parse_args(argv))
     if argv is None:  # the process's own command line: it exits next
         sys.stdout.flush()
@@ -92,6 +98,22 @@ def _main(args: argparse.Namespace) -> int:
         return USER_ERROR
     except Exception as error:
         return _internal_error(error)
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning as one line like every other notice: ``vfl: warning: MESSAGE``.
+
+    Python's own format shows the source line and path of the code that warned, which is vfl's
+    code and means nothing to the user of a command.
+    """
+    print(f"vfl: warning: {message}", file=file or sys.stderr)
 
 
 def _internal_error(error: BaseException) -> int:
@@ -186,7 +208,7 @@ def _run(args: argparse.Namespace) -> int:
     from vfl.run.folders import default_run_dir, resumed_config
     from vfl.run.signals import stop_on_signals
 
-    overrides = list(args.overrides) + (["output.progress=false"] if args.quiet else [])
+    overrides = list(args.overrides)
     if args.resume is not None:
         if args.config is not None or args.run_dir is not None:
             raise ConfigError(
@@ -208,17 +230,48 @@ def _run(args: argparse.Namespace) -> int:
         )
     from vfl.attacks import runner as attacks  # deferred until the input is checked: torch
     from vfl.run import fit, runner  # takes seconds
+    from vfl.run.progress import Progress, Terminal
 
+    _clean_log_lines()
     if not args.quiet:
         print(f"run directory: {run_dir}", file=sys.stderr)
+    progress = Progress() if args.quiet else Terminal(bar=config.output.progress)
     try:
         with stop_on_signals() as stop:
-            summary = attacks.train(config, run_dir, resume=args.resume is not None, stop=stop)
+            summary = attacks.train(
+                config, run_dir, resume=args.resume is not None, stop=stop, progress=progress
+            )
     except (fit.RunStopped, KeyboardInterrupt) as stopped:
         print(f"vfl: {runner.failure_message(stopped, run_dir)}", file=sys.stderr)
-        return INTERRUPTED
+        return stopped_status(stopped)
     _report(summary, run_dir, args)
     return 0
+
+
+def stopped_status(stopped: BaseException) -> int:
+    """130 for Ctrl-C (SIGINT), 143 for SIGTERM: the shell's 128 + the signal's number."""
+    reason = getattr(stopped, "reason", "")
+    return TERMINATED if reason == "SIGTERM" else INTERRUPTED
+
+
+class _Notice(logging.Formatter):
+    """``vfl: warning: MESSAGE``: a log record as the command's other notices look."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record in one line."""
+        return f"vfl: {record.levelname.lower()}: {record.getMessage()}"
+
+
+def _clean_log_lines() -> None:
+    """Warnings that vfl logs, as one line each (``vfl: warning: ...``), on standard error.
+
+    The deployment commands log with times and module names instead (``vfl.deploy.cli``).
+    """
+    if not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_Notice())
+        handler.setLevel(logging.WARNING)
+        logging.getLogger().addHandler(handler)
 
 
 def _report(summary: dict[str, Any], run_dir: Path, args: argparse.Namespace) -> None:

@@ -33,7 +33,7 @@ from tests.run.variants import (
     write_run_config,
 )
 from vfl.run import fit
-from vfl.run.progress import RoundBar
+from vfl.run.progress import Progress
 
 EPOCHS = ("--set", "train.epochs=2", "--set", "train.eval_every=4", "--quiet")
 MID_EPOCH_VARIANTS = {**VARIANTS, "centralized": ("protocol.mode=centralized",)}
@@ -44,15 +44,13 @@ def after_round(monkeypatch: pytest.MonkeyPatch, rounds: int, act: Any) -> Itera
     """Call ``act()`` once, right after round ``rounds`` of the run (counted from its start)."""
     done = [0]
 
-    class Acting(RoundBar):
-        def __call__(self, loss: float) -> None:
-            super().__call__(loss)
-            done[0] += 1
-            if done[0] == rounds:
-                act()
+    def counting(self: Progress, loss: float) -> None:  # every run here is --quiet: Progress()
+        done[0] += 1
+        if done[0] == rounds:
+            act()
 
     with monkeypatch.context() as patch:
-        patch.setattr(fit, "RoundBar", Acting)
+        patch.setattr(Progress, "round_ends", counting)
         yield
 
 
@@ -101,8 +99,8 @@ def run_pair(
     return config, straight, tmp_path / "stopped"
 
 
-def assert_stopped(outcome: Outcome, run_dir: Path, message: str) -> None:
-    assert outcome.status == 130, outcome.err
+def assert_stopped(outcome: Outcome, run_dir: Path, message: str, status: int = 130) -> None:
+    assert outcome.status == status, outcome.err
     assert outcome.error_lines[-1] == f"vfl: {message}; continue with `vfl run --resume {run_dir}`"
     assert not (run_dir / "summary.json").exists()
     assert (run_dir / "error.txt").read_text().strip() == outcome.error_lines[-1][5:]
@@ -125,7 +123,8 @@ def test_a_run_stopped_by_a_signal_mid_epoch_resumes_to_the_uninterrupted_run(
     assert_stopped(
         outcome,
         stopped,
-        "stopped by SIGINT after round 13 (epoch 2, round 3 of 10); the checkpoint holds it",
+        "stopped by SIGINT after round 13 (epoch 2, round 3 of 10); saved its checkpoint and"
+        f" the metrics so far in {stopped}",
     )
     assert (checkpoint(stopped)["epoch"], checkpoint(stopped)["position"]) == (1, 3)
     resumed = vfl(capsys, "run", "--resume", str(stopped), "--quiet")
@@ -175,7 +174,9 @@ def test_sigterm_in_the_first_epoch_leaves_a_resumable_run(
     assert_stopped(
         outcome,
         stopped,
-        "stopped by SIGTERM after round 4 (epoch 1, round 4 of 10); the checkpoint holds it",
+        "stopped by SIGTERM after round 4 (epoch 1, round 4 of 10); saved its checkpoint and"
+        f" the metrics so far in {stopped}",
+        status=143,
     )
     resumed = vfl(capsys, "run", "--resume", str(stopped), "--quiet")
 

@@ -8,11 +8,17 @@ from typing import Any
 from vfl.attacks.probe import AttackProbe
 from vfl.config import RunConfig
 from vfl.run import runner
+from vfl.run.progress import Progress
 from vfl.run.signals import StopRequest
 
 
 def train(
-    config: RunConfig, run_dir: Path, *, resume: bool = False, stop: StopRequest | None = None
+    config: RunConfig,
+    run_dir: Path,
+    *,
+    resume: bool = False,
+    stop: StopRequest | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """``vfl.run.runner.train``, with ``[attack]``'s attack observing its role when one is set.
 
@@ -20,4 +26,4 @@ def train(
     gains an ``attack`` section.
     """
     probe = AttackProbe(config) if config.attack.name != "none" else None
-    return runner.train(config, run_dir, resume=resume, stop=stop, probe=probe)
+    return runner.train(config, run_dir, resume=resume, stop=stop, probe=probe, progress=progress)

@@ -47,11 +47,15 @@ def run_task(task: RunTask) -> RunOutcome:
         import torch
 
         from vfl.attacks import runner  # deferred: the parent needs no torch to plan or report
+        from vfl.run.progress import Progress
 
         if task.threads:
             torch.set_num_threads(task.threads)
         with torch.random.fork_rng(devices=[]):  # runs sharing a worker see no draws of others
-            summary = runner.train(task.config, task.run_dir, resume=task.resume)
+            # The sweep reports each run as it ends; its workers' epochs would interleave.
+            summary = runner.train(
+                task.config, task.run_dir, resume=task.resume, progress=Progress()
+            )
     except Exception as error:  # one bad run must not stop the sweep
         return record_failure(task, error, traceback.format_exc(), time.perf_counter() - started)
     final = {k: v for k, v in summary["final"].items() if isinstance(v, int | float)}

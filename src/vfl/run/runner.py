@@ -45,6 +45,7 @@ from vfl.run.fit import EpochLimit, RunStopped, fit
 from vfl.run.folders import check_unchanged
 from vfl.run.folders import default_run_dir as default_run_dir  # its home before run/folders.py
 from vfl.run.probe import Probe
+from vfl.run.progress import Progress, Terminal
 from vfl.run.session import LocalParties, PartyGroup, Session
 from vfl.run.signals import StopRequest
 from vfl.run.stages import NoiseSource, noise_source, use_threads
@@ -65,11 +66,13 @@ def train(
     resume: bool = False,
     stop: StopRequest | None = None,
     probe: Probe | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Train as configured into ``run_dir`` (or continue it with ``resume``); returns the summary.
 
     ``stop``, once requested, ends training after the current round with a checkpoint.
     ``probe`` (an attack, ``vfl.attacks``) observes the roles it taps and adds its metrics.
+    ``progress`` shows the work (default: ``fit_as_configured``'s).
 
     Raises:
         ConfigError: if ``run_dir`` is not missing or empty (without ``resume``), if the config
@@ -82,12 +85,12 @@ def train(
         run_files = _resumable(config, run_dir)
         with _failures_recorded(run_files):
             composed = _compose(config, resume=True, probe=probe)
-            return _train(config, composed, run_files, resume, stop)
+            return _train(config, composed, run_files, resume, stop, progress)
     check_new(run_dir)
     composed = _compose(config, resume=False, probe=probe)
     run_files = RunDirectory(run_dir)
     with _failures_recorded(run_files):
-        return _train(config, composed, run_files, resume, stop)
+        return _train(config, composed, run_files, resume, stop, progress)
 
 
 @dataclass(frozen=True)
@@ -128,13 +131,20 @@ def _train(
     run_files: RunDirectory,
     resume: bool,
     stop: StopRequest | None,
+    progress: Progress | None,
 ) -> dict[str, Any]:
     dataset, partition, session = composed.dataset, composed.partition, composed.session
     run_files.write_text(CONFIG, to_toml(config))
     run_files.write_text(PARTITION, partition.to_json())
     try:
         fit_as_configured(
-            session, config, run_files, resume=resume, stop=stop, budget=composed.budget
+            session,
+            config,
+            run_files,
+            resume=resume,
+            stop=stop,
+            budget=composed.budget,
+            progress=progress,
         )
     finally:
         session.trainer.close()
@@ -203,17 +213,22 @@ def fit_as_configured(
     eval_at_start: bool | None = None,
     stop: StopRequest | None = None,
     budget: EpochLimit | None = None,
+    progress: Progress | None = None,
 ) -> None:
-    """``fit`` with the config's epochs, evaluations, target, checkpoints and progress bar.
+    """``fit`` with the config's epochs, evaluations, target, checkpoints and progress.
 
     ``eval_at_start`` overrides ``train.eval_at_start`` (a resumed deployment that already
     recorded epoch 0 must not record it again). Every checkpoint keeps the resolved config.
+    ``progress`` defaults to a line per epoch on standard error, and a bar of its rounds on a
+    terminal if ``output.progress``.
     """
+    if progress is None:
+        progress = Terminal(bar=config.output.progress)
     fit(
         session,
         epochs=config.train.epochs,
         run=run,
-        progress=config.output.progress,
+        progress=progress,
         checkpoint=config.train.checkpoint,
         checkpoint_every=config.train.checkpoint_every,
         config=to_toml(config),
