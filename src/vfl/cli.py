@@ -15,7 +15,7 @@ import traceback
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from vfl.config import load_config
 from vfl.deploy.cli import register as register_deploy
@@ -23,6 +23,7 @@ from vfl.errors import ConfigError, VflError
 from vfl.experiments.cli import register as register_experiments
 from vfl.privacy.cli import register as register_privacy
 from vfl.results.files import check_new, failure_line, saved_traceback
+from vfl.run.signals import exit_status
 from vfl.serving.cli import register as register_serving
 
 EXTRAS = {
@@ -72,9 +73,9 @@ def _main(args: argparse.Namespace) -> int:
     try:
         status: int = args.handler(args)
         return status
-    except KeyboardInterrupt:
-        print("vfl: interrupted", file=sys.stderr)
-        return INTERRUPTED
+    except KeyboardInterrupt as stopped:
+        print(f"vfl: {_interruption(stopped)}", file=sys.stderr)
+        return exit_status(stopped)
     except EXPECTED as error:
         print(f"vfl: error: {failure_line(error)}", file=sys.stderr)
         return USER_ERROR
@@ -114,6 +115,12 @@ def _show_warning(
     code and means nothing to the user of a command.
     """
     print(f"vfl: warning: {message}", file=file or sys.stderr)
+
+
+def _interruption(stopped: KeyboardInterrupt) -> str:
+    """What an interruption no command explained says: the signal, if known."""
+    reason = getattr(stopped, "reason", "")
+    return f"stopped by {reason}" if reason else "interrupted"
 
 
 def _internal_error(error: BaseException) -> int:
@@ -230,7 +237,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     from vfl.attacks import runner as attacks  # deferred until the input is checked: torch
     from vfl.run import fit, runner  # takes seconds
-    from vfl.run.progress import Progress, Terminal
+    from vfl.run.progress import Progress, Terminal, show_result
 
     _clean_log_lines()
     if not args.quiet:
@@ -243,15 +250,9 @@ def _run(args: argparse.Namespace) -> int:
             )
     except (fit.RunStopped, KeyboardInterrupt) as stopped:
         print(f"vfl: {runner.failure_message(stopped, run_dir)}", file=sys.stderr)
-        return stopped_status(stopped)
-    _report(summary, run_dir, args)
+        return exit_status(stopped)
+    show_result(summary, run_dir, as_json=args.json, quiet=args.quiet)
     return 0
-
-
-def stopped_status(stopped: BaseException) -> int:
-    """130 for Ctrl-C (SIGINT), 143 for SIGTERM: the shell's 128 + the signal's number."""
-    reason = getattr(stopped, "reason", "")
-    return TERMINATED if reason == "SIGTERM" else INTERRUPTED
 
 
 class _Notice(logging.Formatter):
@@ -272,22 +273,6 @@ def _clean_log_lines() -> None:
         handler.setFormatter(_Notice())
         handler.setLevel(logging.WARNING)
         logging.getLogger().addHandler(handler)
-
-
-def _report(summary: dict[str, Any], run_dir: Path, args: argparse.Namespace) -> None:
-    """The summary as JSON (``--json``) on stdout, else one line; ``--quiet``: nothing else."""
-    final = ", ".join(
-        f"{key} {value:.4f}"
-        for key, value in summary["final"].items()
-        if key.startswith(("test_", "attack_")) and isinstance(value, int | float)
-    )
-    line = f"final: {final} (results in {run_dir})"
-    if args.json:
-        print(json.dumps(summary, indent=2))
-        if not args.quiet:
-            print(line, file=sys.stderr)
-    else:
-        print(line)
 
 
 def _data_list(args: argparse.Namespace) -> int:

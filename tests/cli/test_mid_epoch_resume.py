@@ -32,7 +32,6 @@ from tests.run.variants import (
     without_time,
     write_run_config,
 )
-from vfl.run import fit
 from vfl.run.progress import Progress
 
 EPOCHS = ("--set", "train.epochs=2", "--set", "train.eval_every=4", "--quiet")

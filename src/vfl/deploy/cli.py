@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     server.add_argument("--run-dir", type=Path, help="results (default: output.dir/...)")
     server.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     server.add_argument("--port-file", type=Path, help="write the listening port here")
+    _console(server)
+    server.add_argument("--events", action="store_true", help=argparse.SUPPRESS)  # vfl launch's
     _prediction(server, party=False)
     _overrides(server)
     server.set_defaults(handler=_server)
@@ -32,6 +36,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     party.add_argument("--config", type=Path, required=True, help="PARTY.toml")
     party.add_argument("--resume", action="store_true", help="continue with the state_dir's run")
     party.add_argument("--server", default="", help="dial this host:port instead of the config's")
+    _console(party)
     _prediction(party, party=True)
     _overrides(party)
     party.set_defaults(handler=_party)
@@ -40,6 +45,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     launch.add_argument("config", type=Path, help="RUN.toml naming each party's PARTY.toml")
     launch.add_argument("--run-dir", type=Path, help="results (default: output.dir/...)")
     launch.add_argument("--resume", action="store_true", help="resume the server and parties")
+    _console(launch)
     _prediction(launch, party=False)
     _overrides(launch)
     launch.set_defaults(handler=_launch)
@@ -94,6 +100,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     certs.set_defaults(handler=_certs)
 
 
+def _console(parser: argparse.ArgumentParser) -> None:
+    """``--quiet`` and ``--json``, as ``vfl run`` has them."""
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no phases, epoch lines or progress bar (warnings only): print one final line",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the whole summary (summary.json) on stdout"
+    )
+
+
 def _prediction(parser: argparse.ArgumentParser, *, party: bool) -> None:
     """The options of batch prediction (and, for a party, online scoring)."""
     group = parser.add_argument_group("prediction with a trained model (docs/predict.md)")
@@ -136,21 +154,68 @@ def _overrides(parser: argparse.ArgumentParser) -> None:
 
 
 def _server(args: argparse.Namespace) -> int:
-    from vfl.deploy.config import load_run_config
-    from vfl.deploy.server import run_server
-    from vfl.run.runner import default_run_dir
+    from vfl.run.progress import Events, Progress, Terminal, process_age, show_result
 
-    _log_to_stderr()
+    started = time.monotonic() - process_age()  # before the imports that take seconds
+    from vfl.deploy.config import load_run_config
+    from vfl.deploy.phases import SetupPhases
+    from vfl.deploy.server import check_run_directory, run_server, stopped_message
+    from vfl.run.fit import RunStopped
+    from vfl.run.folders import default_run_dir
+    from vfl.run.signals import exit_status, stop_on_signals
+
+    _log_to_stderr(quiet=args.quiet)
     config, deployment = load_run_config(args.config, args.overrides)
     if args.predict:
         return _server_predict(args, config, deployment)
     run_dir = args.run_dir or default_run_dir(config, args.config.stem)
     if args.resume and args.run_dir is None and not config.output.name:
         raise ConfigError("--resume needs the run directory: give --run-dir or output.name")
-    print(f"run directory: {run_dir}", file=sys.stderr)
-    summary = run_server(config, deployment, run_dir, resume=args.resume, port_file=args.port_file)
-    print(json.dumps(summary, indent=2))
+    again = _server_command(args, run_dir)
+    check_run_directory(run_dir, args.resume, f"{again} --resume")
+    progress: Progress = Progress() if args.quiet else Terminal(bar=config.output.progress)
+    if args.events:
+        progress = Events()
+    elif not args.quiet:
+        print(f"run directory: {run_dir}", file=sys.stderr)
+    phases = SetupPhases(progress, started)
+    try:
+        with stop_on_signals(at_once=True) as stop:
+            summary = run_server(
+                config,
+                deployment,
+                run_dir,
+                resume=args.resume,
+                port_file=args.port_file,
+                phases=phases,
+                stop=stop,
+            )
+    except (RunStopped, KeyboardInterrupt) as stopped:
+        message = stopped_message(stopped, phases.doing)
+        print(f"vfl: {message}; {_server_next_step(run_dir, again)}", file=sys.stderr)
+        return exit_status(stopped)
+    if not args.events:
+        show_result(summary, run_dir, as_json=args.json, quiet=args.quiet)
     return 0
+
+
+def _server_command(args: argparse.Namespace, run_dir: Path) -> str:
+    """``vfl server --config RUN.toml --run-dir DIR [--set ...]``: this server's command line."""
+    words = ["vfl", "server", "--config", str(args.config), "--run-dir", str(run_dir)]
+    return shlex.join(words + [f"--set={item}" for item in args.overrides])
+
+
+def _server_next_step(run_dir: Path, again: str) -> str:
+    """What to run after the server stopped: continue from its checkpoint, or start again."""
+    from vfl.results.files import CHECKPOINT
+
+    if (run_dir / CHECKPOINT).exists():
+        return (
+            f"the parties saved their state at the same round; continue with `{again} --resume`"
+            " (parties still running wait for it; restart one that stopped with"
+            " `vfl party --config PARTY.toml --resume`)"
+        )
+    return f"nothing trained yet, so nothing to resume: start again with `{again}`"
 
 
 def _server_predict(args: argparse.Namespace, config: Any, deployment: Any) -> int:
@@ -174,8 +239,9 @@ def _predicted_line(count: int, out: Path, metrics: dict[str, float] | None) -> 
 
 def _party(args: argparse.Namespace) -> int:
     from vfl.deploy.config import load_party_config
+    from vfl.run.signals import Interrupted, exit_status, stop_on_signals
 
-    _log_to_stderr()
+    _log_to_stderr(quiet=args.quiet)
     config = load_party_config(args.config, args.overrides)
     if args.predict or args.serve:
         from vfl.deploy.model_party import run_model_party
@@ -188,8 +254,38 @@ def _party(args: argparse.Namespace) -> int:
         return 0
     from vfl.deploy.party import run_party
 
-    run_party(config, resume=args.resume, server=args.server)
+    try:
+        with stop_on_signals(at_once=True):
+            outcome = run_party(config, resume=args.resume, server=args.server)
+    except Interrupted as stopped:
+        print(f"vfl: {_party_stopped(args, config, stopped.reason)}", file=sys.stderr)
+        return exit_status(stopped)
+    if args.json:
+        print(json.dumps(outcome, indent=2))
+    else:
+        print(f"party {config.party_id}: the run is over; its state is in {config.state_dir}")
     return 0
+
+
+def _party_stopped(args: argparse.Namespace, config: Any, reason: str) -> str:
+    """What a party stopped by a signal saved, and the command that continues it."""
+    from vfl.deploy.state import checkpoint_rounds
+
+    rounds = checkpoint_rounds(Path(config.state_dir))
+    saved = (
+        f"its checkpoints of rounds {', '.join(map(str, rounds))} are in {config.state_dir}"
+        if rounds
+        else f"no checkpoint yet in {config.state_dir}"
+    )
+    words = ["vfl", "party", "--config", str(args.config)]
+    words += [f"--set={item}" for item in args.overrides]
+    if args.server:
+        words += ["--server", args.server]
+    command = shlex.join([*words, "--resume"])
+    return (
+        f"party {config.party_id} stopped by {reason}; {saved}; continue with `{command}` once"
+        " the server runs with --resume"
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -216,22 +312,34 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _launch(args: argparse.Namespace) -> int:
-    from vfl.deploy.launch import PredictArgs, launch
+    from vfl.deploy.launch import LaunchStopped, PredictArgs, launch
+    from vfl.results.files import SUMMARY
+    from vfl.run.progress import Progress, Terminal, process_age, show_result
+    from vfl.run.signals import exit_status
 
-    _log_to_stderr()
+    _log_to_stderr(quiet=True)  # the server's reports come as events; warnings only
     predict = None
     if args.predict:
         model, data, out = _predict_args(args)
         predict = PredictArgs(model, data, out, args.force)
-    run_dir = launch(
-        args.config,
-        run_dir=args.run_dir,
-        overrides=args.overrides,
-        resume=args.resume,
-        predict=predict,
-    )
+    progress = Progress() if args.quiet else Terminal(clock=time.monotonic() - process_age())
+    try:
+        run_dir = launch(
+            args.config,
+            run_dir=args.run_dir,
+            overrides=args.overrides,
+            resume=args.resume,
+            predict=predict,
+            progress=progress,
+        )
+    except LaunchStopped as stopped:
+        print(f"vfl: {stopped}", file=sys.stderr)
+        return exit_status(stopped)
     if predict is None:
-        print(f"results in {run_dir} (logs in {run_dir / 'logs'})", file=sys.stderr)
+        summary = json.loads((run_dir / SUMMARY).read_text())
+        show_result(summary, run_dir, as_json=args.json, quiet=args.quiet)
+        if not args.quiet:
+            print(f"logs in {run_dir / 'logs'}", file=sys.stderr)
     return 0
 
 
@@ -255,5 +363,7 @@ def _certs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _log_to_stderr() -> None:
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
+def _log_to_stderr(*, quiet: bool = False) -> None:
+    """Log with times and module names on standard error: everything, or warnings only."""
+    level = logging.WARNING if quiet else logging.INFO
+    logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr)

@@ -93,14 +93,19 @@ class PartyState:
 
     def checkpoint_rounds(self) -> list[int]:
         """Rounds of the saved checkpoints, ascending."""
-        rounds = []
-        for path in self.directory.glob("checkpoint-*.pt"):
-            match = _CHECKPOINT.fullmatch(path.name)
-            if match:
-                rounds.append(int(match.group(1)))
-        return sorted(rounds)
+        return checkpoint_rounds(self.directory)
 
     def _alignment_path(self, alignment_id: str) -> Path:
         if not alignment_id.isalnum():
             raise ConfigError(f"invalid alignment id {alignment_id!r}")
         return self.directory / f"alignment-{alignment_id}.pt"
+
+
+def checkpoint_rounds(directory: Path) -> list[int]:
+    """Rounds of the checkpoints saved in the state directory ``directory``, ascending."""
+    rounds = []
+    for path in directory.glob("checkpoint-*.pt"):
+        match = _CHECKPOINT.fullmatch(path.name)
+        if match:
+            rounds.append(int(match.group(1)))
+    return sorted(rounds)

@@ -12,7 +12,7 @@ from vfl.errors import ConfigError, VflError
 from vfl.protocol.base import Trainer
 from vfl.results.files import LEDGER, SUMMARY, RunDirectory
 from vfl.results.summary import Target, summarize
-from vfl.run.progress import Progress, Terminal, describe
+from vfl.run.progress import Progress, Terminal, describe, describe_untrained
 from vfl.run.session import PartyGroup, Session
 from vfl.run.signals import StopRequest
 from vfl.wire import SPLIT_TEST
@@ -175,7 +175,9 @@ class _Fit:
         self.trainer.setup()
         try:
             if self.schedule.eval_at_start and start_epoch == 0 and self.position == 0:
+                started = self.elapsed
                 self._evaluate(None, train_time=0.0)
+                self.progress.note(describe_untrained(self.records[-1], self.elapsed - started))
             for epoch in range(start_epoch, self.schedule.epochs):
                 self._stop_if_requested(epoch)
                 if self._over_budget(epoch):

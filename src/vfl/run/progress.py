@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
-from typing import IO, Any
+from pathlib import Path
+from typing import IO, Any, Protocol
 
 from tqdm import tqdm
 
@@ -25,6 +27,33 @@ EVENT_KEY = "vfl_event"
 """The key that marks a line of standard output as a progress event (``Events``)."""
 EVENTS_EVERY_S = 0.25
 """How often ``Events`` reports rounds within an epoch (each epoch's last round always)."""
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux's ``/proc``; elsewhere 0)."""
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            started_ticks = int(stat.read().rpartition(")")[2].split()[19])
+            since_boot = float(uptime.read().split()[0])
+        return max(0.0, since_boot - started_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+class TextSink(Protocol):
+    """Where ``Terminal`` writes: a text stream (standard error, a log file)."""
+
+    def write(self, text: str, /) -> int:
+        """Write ``text``."""
+        ...
+
+    def flush(self) -> None:
+        """Pass on what was written."""
+        ...
+
+    def isatty(self) -> bool:
+        """Whether it is a terminal (a bar is drawn only there)."""
+        ...
 
 
 class Progress:
@@ -61,14 +90,14 @@ class Terminal(Progress):
         *,
         bar: bool = True,
         lines: bool = True,
-        stream: IO[str] | None = None,
+        stream: TextSink | None = None,
         clock: float | None = None,
     ) -> None:
         self.bar, self.lines, self._stream, self.clock = bar, lines, stream, clock
         self._rounds: RoundBar | None = None
 
     @property
-    def stream(self) -> IO[str]:
+    def stream(self) -> TextSink:
         """Where the reports go."""
         return self._stream or sys.stderr
 
@@ -221,7 +250,7 @@ class RoundBar:
     """
 
     def __init__(
-        self, epoch: int, epochs: int, total: int, *, stream: IO[str], done: int = 0
+        self, epoch: int, epochs: int, total: int, *, stream: TextSink, done: int = 0
     ) -> None:
         self._bar = tqdm(
             total=total,
@@ -252,6 +281,12 @@ class RoundBar:
         self._bar.close()
 
 
+def describe_untrained(record: dict[str, Any], seconds: float) -> str:
+    """``untrained model | test_loss 0.69 | ... | evaluated in 1.2 s`` (the epoch 0 record)."""
+    parts = [f"{k} {v:.4f}" for k, v in record.items() if k.startswith("test_")]
+    return " | ".join(["untrained model", *parts, f"evaluated in {seconds:.1f} s"])
+
+
 def describe(record: dict[str, Any], wall_s: float | None = None) -> str:
     """One line for an epoch's metrics record.
 
@@ -270,3 +305,27 @@ def describe(record: dict[str, Any], wall_s: float | None = None) -> str:
     training = f"{record['epoch_train_seconds']:.1f} s"
     parts.append(training if wall_s is None else f"{wall_s:.1f} s (training {training})")
     return " | ".join(parts)
+
+
+def final_line(summary: dict[str, Any], run_dir: Path) -> str:
+    """``final: test_loss 0.41, test_accuracy 0.87, ... (results in RUN_DIR)``."""
+    final = ", ".join(
+        f"{key} {value:.4f}"
+        for key, value in summary["final"].items()
+        if key.startswith(("test_", "attack_")) and isinstance(value, int | float)
+    )
+    return f"final: {final} (results in {run_dir})"
+
+
+def show_result(summary: dict[str, Any], run_dir: Path, *, as_json: bool, quiet: bool) -> None:
+    """A trained run's result on standard output: the summary as JSON, or the final line.
+
+    With ``as_json`` the final line goes to standard error as well, unless ``quiet``.
+    """
+    line = final_line(summary, run_dir)
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        if not quiet:
+            print(line, file=sys.stderr)
+    else:
+        print(line)
