@@ -249,7 +249,8 @@ def _run(args: argparse.Namespace) -> int:
                 config, run_dir, resume=args.resume is not None, stop=stop, progress=progress
             )
     except (fit.RunStopped, KeyboardInterrupt) as stopped:
-        print(f"vfl: {runner.failure_message(stopped, run_dir)}", file=sys.stderr)
+        command = "vfl attack" if args.attack else "vfl run"
+        print(f"vfl: {runner.failure_message(stopped, run_dir, command)}", file=sys.stderr)
         return exit_status(stopped)
     show_result(summary, run_dir, as_json=args.json, quiet=args.quiet)
     return 0

@@ -205,11 +205,19 @@ def test_the_comparison_fails_for_a_resume_from_the_wrong_round(
         assert_equal_runs(straight, stopped, resumed_at=13)
 
 
-def test_ctrl_c_from_outside_stops_a_real_process_cleanly(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("vfl_command", "number"),
+    [("run", signal.SIGINT), ("attack", signal.SIGTERM)],
+)
+def test_a_signal_from_outside_stops_a_real_process_cleanly(
+    tmp_path: Path, vfl_command: str, number: signal.Signals
+) -> None:
     # Prepare: a long run in its own process, as a user starts it
     config = write_run_config(tmp_path)
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "vfl.cli", "run", str(config), "--run-dir", str(run_dir)]
+    command = [sys.executable, "-m", "vfl.cli", vfl_command, str(config), "--run-dir", str(run_dir)]
+    if vfl_command == "attack":
+        command += ["--set", "attack.name=label_inference"]
     source = str(Path(__file__).parents[2] / "src")
     process = subprocess.Popen(
         [*command, "--set", "train.epochs=1000", "--set", "train.batch_size=8"],
@@ -222,13 +230,16 @@ def test_ctrl_c_from_outside_stops_a_real_process_cleanly(tmp_path: Path) -> Non
         time.sleep(0.1)  # the first epoch's checkpoint: training is under way
 
     # Execute
-    process.send_signal(signal.SIGINT)
+    process.send_signal(number)
     _, err = process.communicate(timeout=120)
 
-    # Assert
-    assert process.returncode == 130, err
+    # Assert: what was saved, and the command that continues
+    assert process.returncode == 128 + number, err
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
-    assert last.startswith("vfl: stopped by SIGINT after round ")
-    assert last.endswith(f"; continue with `vfl run --resume {run_dir}`")
+    assert last.startswith(f"vfl: stopped by {number.name} after round ")
+    assert last.endswith(
+        f"; saved its checkpoint and the metrics so far in {run_dir}; continue with"
+        f" `vfl {vfl_command} --resume {run_dir}`"
+    )
     assert checkpoint(run_dir)["session"]["trainer"]["rounds"] == int(last.split()[6])

@@ -172,9 +172,12 @@ def _failures_recorded(run_files: RunDirectory) -> Iterator[None]:
         raise
 
 
-def failure_message(error: BaseException, run_dir: Path) -> str:
-    """What ``error.txt`` says about a run that ended with ``error``, and how to go on."""
-    resume = f"`vfl run --resume {run_dir}`"
+def failure_message(error: BaseException, run_dir: Path, command: str = "vfl run") -> str:
+    """What ``error.txt`` says about a run that ended with ``error``, and how to go on.
+
+    ``command`` continues it with ``--resume`` (``vfl run``; ``vfl attack`` works alike).
+    """
+    resume = f"`{command} --resume {run_dir}`"
     if isinstance(error, RunStopped):
         return f"{error}; continue with {resume}" if error.checkpointed else str(error)
     if isinstance(error, KeyboardInterrupt):
