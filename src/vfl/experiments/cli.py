@@ -59,6 +59,14 @@ def register(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         help="with --executor ray: GPUs each run reserves (default 0)",
     )
     sweep.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a run config value in every run, after the file's (repeatable)",
+    )
+    sweep.add_argument(
         "--quiet", action="store_true", help="no line per run and no bar: print one final line"
     )
     sweep.add_argument(
@@ -74,14 +82,14 @@ def register(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from vfl.experiments.spec import read_sweep
+    from vfl.experiments.spec import read_sweep, with_command_line
     from vfl.experiments.sweep import SweepStopped, run_sweep  # deferred: matplotlib, numpy
     from vfl.run.signals import exit_status
 
     if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {args.workers}")
     ray = _ray_options(args)
-    spec = read_sweep(args.sweep)
+    spec = with_command_line(read_sweep(args.sweep), args.overrides)
     log = io.StringIO() if args.quiet else sys.stderr
     try:
         result = run_sweep(

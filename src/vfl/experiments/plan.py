@@ -91,7 +91,8 @@ def plan(spec: SweepSpec) -> tuple[PlannedRun, ...]:
     for setting in expand(spec):
         for seed in spec.seeds:
             name = f"{setting.name}__seed{seed}"
-            overrides = [*spec.overrides, *setting.overrides, (SEED_KEY, seed)]
+            overrides = [*spec.overrides, *setting.overrides, *spec.command_line]
+            overrides += [(SEED_KEY, seed)]
             overrides += [("output.dir", str(spec.folder)), ("output.name", name)]
             overrides += [("output.progress", False)]
             try:
