@@ -83,5 +83,5 @@ def test_command_line_overrides_apply_to_every_run_after_its_setting(tmp_path: P
     assert [r.config.train.epochs for r in runs] == [1, 1, 1, 1]
     assert {r.config.data.max_train_samples for r in runs} == {64}
     assert [r.config.train.epochs for r in plan(spec)] == [9, 9, 5, 5]  # the control
-    with pytest.raises(ConfigError, match="train.seed"):
+    with pytest.raises(ConfigError, match=r"train\.seed"):
         with_command_line(spec, ["train.seed=3"])
