@@ -110,7 +110,7 @@ class SetupPhases:
         total = sum(self.seconds.values())
         self.progress.note(
             f"parties set up ({seconds:.1f} s); set-up took {total:.1f} s; training {epochs}"
-            f" epochs of {rounds} rounds"
+            f" epoch{'s' if epochs != 1 else ''} of {rounds} rounds"
         )
 
     def summary(self) -> dict[str, float]:
