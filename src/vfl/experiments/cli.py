@@ -98,6 +98,9 @@ def _sweep(args: argparse.Namespace) -> int:
     except SweepStopped as stopped:
         print(f"vfl: {_stopped(stopped, args.sweep)}", file=sys.stderr)
         return exit_status(stopped)
+    except KeyboardInterrupt as stopped:  # on Ray: the running tasks were cancelled
+        print(f"vfl: interrupted; continue with `vfl sweep {args.sweep}`", file=sys.stderr)
+        return exit_status(stopped)
     for outcome in result.failed:
         print(f"vfl: run {outcome.name} failed: {outcome.error}", file=sys.stderr)
     if args.dry_run:
