@@ -237,7 +237,8 @@ def _run(args: argparse.Namespace) -> int:
         )
     from vfl.attacks import runner as attacks  # deferred until the input is checked: torch
     from vfl.run import fit, runner  # takes seconds
-    from vfl.run.progress import Progress, Terminal, show_result
+    from vfl.run.console import show_result
+    from vfl.run.progress import Progress, Terminal
 
     _clean_log_lines()
     if not args.quiet:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.runs import small_config, vfl
-from vfl.run.progress import describe
+from vfl.run.console import describe
 from vfl.run.signals import stop_on_signals
 
 VFL = [sys.executable, "-m", "vfl.cli"]

@@ -37,8 +37,8 @@ from vfl.deploy.config import load_party_config, load_run_config
 from vfl.deploy.data import load_labels, load_party_tables
 from vfl.deploy.psi import hash_to_group
 from vfl.results.files import RunDirectory
-from vfl.run.progress import describe as describe_epoch
-from vfl.run.progress import final_line
+from vfl.run.console import describe as describe_epoch
+from vfl.run.console import final_line
 from vfl.transport.ledger import Ledger
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
 

@@ -8,13 +8,16 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shlex
 import sys
 import time
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vfl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from vfl.run.progress import Progress
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -154,12 +157,14 @@ def _overrides(parser: argparse.ArgumentParser) -> None:
 
 
 def _server(args: argparse.Namespace) -> int:
-    from vfl.run.progress import Events, Progress, Terminal, process_age, show_result
+    from vfl.run.console import process_age, show_result
+    from vfl.run.progress import Events, Progress, Terminal
 
     started = time.monotonic() - process_age()  # before the imports that take seconds
     from vfl.deploy.config import load_run_config
     from vfl.deploy.phases import SetupPhases
     from vfl.deploy.server import check_run_directory, run_server, stopped_message
+    from vfl.deploy.stopping import server_command, server_next_step
     from vfl.run.fit import RunStopped
     from vfl.run.folders import default_run_dir
     from vfl.run.signals import exit_status, stop_on_signals
@@ -171,11 +176,12 @@ def _server(args: argparse.Namespace) -> int:
     run_dir = args.run_dir or default_run_dir(config, args.config.stem)
     if args.resume and args.run_dir is None and not config.output.name:
         raise ConfigError("--resume needs the run directory: give --run-dir or output.name")
-    again = _server_command(args, run_dir)
+    again = server_command(args, run_dir)
     check_run_directory(run_dir, args.resume, f"{again} --resume")
     progress: Progress = Progress() if args.quiet else Terminal(bar=config.output.progress)
     if args.events:
         progress = Events()
+        _warnings_as_notes(progress)
     elif not args.quiet:
         print(f"run directory: {run_dir}", file=sys.stderr)
     phases = SetupPhases(progress, started)
@@ -192,30 +198,11 @@ def _server(args: argparse.Namespace) -> int:
             )
     except (RunStopped, KeyboardInterrupt) as stopped:
         message = stopped_message(stopped, phases.doing)
-        print(f"vfl: {message}; {_server_next_step(run_dir, again)}", file=sys.stderr)
+        print(f"vfl: {message}; {server_next_step(run_dir, again)}", file=sys.stderr)
         return exit_status(stopped)
     if not args.events:
         show_result(summary, run_dir, as_json=args.json, quiet=args.quiet)
     return 0
-
-
-def _server_command(args: argparse.Namespace, run_dir: Path) -> str:
-    """``vfl server --config RUN.toml --run-dir DIR [--set ...]``: this server's command line."""
-    words = ["vfl", "server", "--config", str(args.config), "--run-dir", str(run_dir)]
-    return shlex.join(words + [f"--set={item}" for item in args.overrides])
-
-
-def _server_next_step(run_dir: Path, again: str) -> str:
-    """What to run after the server stopped: continue from its checkpoint, or start again."""
-    from vfl.results.files import CHECKPOINT
-
-    if (run_dir / CHECKPOINT).exists():
-        return (
-            f"the parties saved their state at the same round; continue with `{again} --resume`"
-            " (parties still running wait for it; restart one that stopped with"
-            " `vfl party --config PARTY.toml --resume`)"
-        )
-    return f"nothing trained yet, so nothing to resume: start again with `{again}`"
 
 
 def _server_predict(args: argparse.Namespace, config: Any, deployment: Any) -> int:
@@ -239,6 +226,7 @@ def _predicted_line(count: int, out: Path, metrics: dict[str, float] | None) -> 
 
 def _party(args: argparse.Namespace) -> int:
     from vfl.deploy.config import load_party_config
+    from vfl.deploy.stopping import party_stopped
     from vfl.run.signals import Interrupted, exit_status, stop_on_signals
 
     _log_to_stderr(quiet=args.quiet)
@@ -258,34 +246,13 @@ def _party(args: argparse.Namespace) -> int:
         with stop_on_signals(at_once=True):
             outcome = run_party(config, resume=args.resume, server=args.server)
     except Interrupted as stopped:
-        print(f"vfl: {_party_stopped(args, config, stopped.reason)}", file=sys.stderr)
+        print(f"vfl: {party_stopped(args, config, stopped.reason)}", file=sys.stderr)
         return exit_status(stopped)
     if args.json:
         print(json.dumps(outcome, indent=2))
     else:
         print(f"party {config.party_id}: the run is over; its state is in {config.state_dir}")
     return 0
-
-
-def _party_stopped(args: argparse.Namespace, config: Any, reason: str) -> str:
-    """What a party stopped by a signal saved, and the command that continues it."""
-    from vfl.deploy.state import checkpoint_rounds
-
-    rounds = checkpoint_rounds(Path(config.state_dir))
-    saved = (
-        f"its checkpoints of rounds {', '.join(map(str, rounds))} are in {config.state_dir}"
-        if rounds
-        else f"no checkpoint yet in {config.state_dir}"
-    )
-    words = ["vfl", "party", "--config", str(args.config)]
-    words += [f"--set={item}" for item in args.overrides]
-    if args.server:
-        words += ["--server", args.server]
-    command = shlex.join([*words, "--resume"])
-    return (
-        f"party {config.party_id} stopped by {reason}; {saved}; continue with `{command}` once"
-        " the server runs with --resume"
-    )
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -314,7 +281,8 @@ def _score(args: argparse.Namespace) -> int:
 def _launch(args: argparse.Namespace) -> int:
     from vfl.deploy.launch import LaunchStopped, PredictArgs, launch
     from vfl.results.files import SUMMARY
-    from vfl.run.progress import Progress, Terminal, process_age, show_result
+    from vfl.run.console import process_age, show_result
+    from vfl.run.progress import Progress, Terminal
     from vfl.run.signals import exit_status
 
     _log_to_stderr(quiet=True)  # the server's reports come as events; warnings only
@@ -361,6 +329,21 @@ def _certs(args: argparse.Namespace) -> int:
     for party, files in pki.parties.items():
         print(f'[[deployment.parties]]\nid = {party}\ntoken_sha256 = "{files.token_sha256}"\n')
     return 0
+
+
+def _warnings_as_notes(progress: Progress) -> None:
+    """Warnings (logged or warned) also as notes: ``vfl launch`` shows them, not only the log."""
+
+    class Notes(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            progress.note(f"vfl: {record.levelname.lower()}: {record.getMessage()}")
+
+    def note_warning(message: Warning | str, *args: Any, **kwargs: Any) -> None:
+        print(f"vfl: warning: {message}", file=sys.stderr)  # the log keeps it too
+        progress.note(f"vfl: warning: {message}")
+
+    logging.getLogger().addHandler(Notes(level=logging.WARNING))
+    warnings.showwarning = note_warning
 
 
 def _log_to_stderr(*, quiet: bool = False) -> None:

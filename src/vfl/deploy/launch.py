@@ -21,22 +21,18 @@ from __future__ import annotations
 
 import logging
 import os
-import shlex
-import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import IO
 
 from vfl.deploy.config import load_run_config
+from vfl.deploy.stopping import LaunchStop, again_command, forwarding_signals, launch_stopped
 from vfl.errors import ConfigError, ProtocolError, VflError
-from vfl.results.files import CHECKPOINT, ERROR
 from vfl.run.folders import default_run_dir
 from vfl.run.progress import Fanout, Progress, Terminal, replay
 
@@ -152,15 +148,18 @@ def launch(
     env = _environment(len(deployment.parties) + 1)
     server_command = [python, "-m", "vfl.cli", *server_args, *extra]
     processes: list[_Process] = []
-    with _forwarding_signals(processes) as stop:
+    popens: list[subprocess.Popen[bytes]] = []
+    with forwarding_signals(popens) as stop:
         try:
             processes.append(_start(f"{prefix}server", server_command, logs, env, progress))
+            popens.append(processes[0].popen)
             progress.note(f"started the server (pid {processes[0].popen.pid}); logs in {logs}")
             port = _wait_for_port(port_file, processes[0], start_timeout_s, stop)
             for party in deployment.parties if port else ():
                 args = ["party", "--config", party.config, "--server", f"127.0.0.1:{port}"]
                 command = [python, "-m", "vfl.cli", *args, *party_mode]
                 processes.append(_start(f"{prefix}party-{party.id}", command, logs, env))
+                popens.append(processes[-1].popen)
             if port:
                 pids = ", ".join(f"{p.name} (pid {p.popen.pid})" for p in processes[1:])
                 progress.note(f"started {pids}")
@@ -168,66 +167,8 @@ def launch(
         finally:
             _stop(processes)
     if stop.reason:
-        raise LaunchStopped(_stopped(run_dir, stop.reason, again), stop.reason)
+        raise LaunchStopped(launch_stopped(run_dir, stop.reason, again), stop.reason)
     return run_dir
-
-
-def again_command(run_toml: Path, run_dir: Path | None, overrides: Sequence[str]) -> str:
-    """``vfl launch RUN.toml [--run-dir DIR] [--set ...]``: this launch's command line."""
-    words = ["vfl", "launch", str(run_toml)]
-    words += ["--run-dir", str(run_dir)] if run_dir is not None else []
-    words += [f"--set={item}" for item in overrides]
-    return shlex.join(words)
-
-
-class _Stop:
-    """The signal that stopped the launch, if any, and whether to stop everything at once."""
-
-    def __init__(self) -> None:
-        self.reason = ""
-        self.at_once = False
-
-
-@contextmanager
-def _forwarding_signals(processes: list[_Process]) -> Iterator[_Stop]:
-    """SIGINT and SIGTERM go to the server (first) or stop every process (second)."""
-    stop = _Stop()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-
-    def handle(number: int, frame: FrameType | None) -> None:
-        name = signal.Signals(number).name
-        if stop.reason:
-            stop.at_once = True
-            for process in processes:
-                if process.popen.poll() is None:
-                    process.popen.kill()
-            return
-        stop.reason = name
-        if processes and processes[0].popen.poll() is None:
-            processes[0].popen.send_signal(number)
-        note = f"\nvfl: {name}: the server stops after this round (again to stop at once)\n"
-        os.write(2, note.encode())
-
-    previous = {number: signal.signal(number, handle) for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield stop
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-
-
-def _stopped(run_dir: Path, reason: str, again: str) -> str:
-    """What a stopped launch saved (the server's own words) and the command that goes on."""
-    said = run_dir / ERROR
-    what = said.read_text().strip() if said.exists() else f"stopped by {reason}"
-    if (run_dir / CHECKPOINT).exists():
-        return (
-            f"{what}; every party saved its state at the server's checkpoint; continue with"
-            f" `{again} --resume`"
-        )
-    return f"{what}; nothing trained yet, so nothing to resume: start again with `{again}`"
 
 
 def _environment(processes: int) -> dict[str, str]:
@@ -303,7 +244,7 @@ class _TextLog:
         return False
 
 
-def _wait_for_port(port_file: Path, server: _Process, timeout_s: float, stop: _Stop) -> int:
+def _wait_for_port(port_file: Path, server: _Process, timeout_s: float, stop: LaunchStop) -> int:
     """The server's port once it listens; 0 if a signal stopped it first."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -317,7 +258,7 @@ def _wait_for_port(port_file: Path, server: _Process, timeout_s: float, stop: _S
     raise _failure(server, f"did not start listening within {timeout_s:g} s")
 
 
-def _supervise(processes: list[_Process], stop: _Stop) -> None:
+def _supervise(processes: list[_Process], stop: LaunchStop) -> None:
     """Wait until the server and every party exit; raise on the first failure.
 
     Once a signal stopped the server, its exit ends the wait (the parties are stopped next).

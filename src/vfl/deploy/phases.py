@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence, Sized
 
 from vfl.deploy.alignment import Alignment
 from vfl.deploy.data import SPLITS
-from vfl.run.progress import Progress, process_age
+from vfl.run.console import process_age
+from vfl.run.progress import Progress
 from vfl.transport.grpc_transport import GrpcTransport
 
 POLL_S = 0.2

@@ -10,13 +10,8 @@ what is left (in this process with one worker, else in a ``spawn`` process pool 
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import signal
 import sys
-import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -26,10 +21,10 @@ from tqdm import tqdm
 from vfl.experiments.files import ERROR, Manifest, SettingEntry, write_manifest
 from vfl.experiments.folders import VERBS, FolderAction, plan_folders
 from vfl.experiments.plan import PlannedRun, RunState, plan
+from vfl.experiments.pool import Stopped, execute
 from vfl.experiments.report import write_sweep_report
 from vfl.experiments.spec import SweepSpec
-from vfl.experiments.tasks import RunOutcome, RunTask, cores, record_failure, run_task
-from vfl.run.signals import Interrupted, stop_on_signals
+from vfl.experiments.tasks import RunOutcome, RunTask, cores
 
 if TYPE_CHECKING:
     from vfl.experiments.ray_executor import RayOptions, RaySession
@@ -173,7 +168,7 @@ def run_sweep(
                 outcomes = execute(tasks, workers=workers, on_done=progress)
             else:
                 outcomes = _execute_on_ray(session, tasks, ray, progress)
-        except _Stopped as stopped:
+        except Stopped as stopped:
             partial = SweepResult(folder, actions, tuple(stopped.outcomes))
             raise SweepStopped(stopped.reason, partial) from None
         finally:
@@ -209,92 +204,6 @@ def manifest_of(spec: SweepSpec, runs: Sequence[PlannedRun]) -> Manifest:
     )
 
 
-class _Stopped(Exception):
-    """A signal stopped ``execute``; ``outcomes`` holds the runs that ended before and since."""
-
-    def __init__(self, reason: str, outcomes: list[RunOutcome]) -> None:
-        super().__init__(reason)
-        self.reason, self.outcomes = reason, outcomes
-
-
-def execute(
-    tasks: Sequence[RunTask], *, workers: int, on_done: Callable[[RunOutcome], None]
-) -> list[RunOutcome]:
-    """Run ``tasks`` (in this process if ``workers`` is 1), calling ``on_done`` as each ends.
-
-    SIGINT or SIGTERM stops it: the runs in training finish their round and checkpoint (Ctrl-C
-    reaches the workers from the terminal; a SIGTERM is passed on to them), no other run starts,
-    and ``_Stopped`` carries every outcome. A second signal stops the workers at once.
-
-    Raises:
-        _Stopped: if a signal stopped it.
-    """
-    outcomes: list[RunOutcome] = []
-    with stop_on_signals(at_once=True):
-        try:
-            if workers <= 1:
-                _execute_here(tasks, outcomes, on_done)
-            else:
-                _execute_in_pool(tasks, workers, outcomes, on_done)
-        except Interrupted as interrupted:
-            raise _Stopped(interrupted.reason, outcomes) from None
-    stopped = [outcome for outcome in outcomes if outcome.stopped]
-    if stopped:
-        raise _Stopped(_reason(stopped[0]), outcomes)
-    return outcomes
-
-
-def _execute_here(
-    tasks: Sequence[RunTask], outcomes: list[RunOutcome], on_done: Callable[[RunOutcome], None]
-) -> None:
-    for task in tasks:
-        outcomes.append(run_task(task))  # with its own handlers: a signal stops after a round
-        on_done(outcomes[-1])
-        if outcomes[-1].stopped:
-            return
-
-
-def _execute_in_pool(
-    tasks: Sequence[RunTask],
-    workers: int,
-    outcomes: list[RunOutcome],
-    on_done: Callable[[RunOutcome], None],
-) -> None:
-    context = multiprocessing.get_context("spawn")  # no fork of a process that holds torch threads
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(run_task, task): task for task in tasks}
-        done: set[Future[RunOutcome]] = set()
-        try:
-            for future in as_completed(futures):
-                done.add(future)
-                outcomes.append(_collect(future, futures[future]))
-                on_done(outcomes[-1])
-        except Interrupted as interrupted:
-            for future in futures:
-                future.cancel()  # those not started
-            _stop_workers(interrupted.reason)
-            for future in futures:  # the runs in training end after their round
-                if future not in done and not future.cancelled():
-                    outcomes.append(_collect(future, futures[future]))
-                    on_done(outcomes[-1])
-            raise
-
-
-def _stop_workers(reason: str) -> None:
-    """Pass a SIGTERM on to the workers (Ctrl-C reached them from the terminal already)."""
-    if reason != "SIGTERM":
-        return
-    for child in multiprocessing.active_children():
-        if child.pid is not None:
-            os.kill(child.pid, signal.SIGTERM)
-
-
-def _reason(outcome: RunOutcome) -> str:
-    """The signal named in a stopped run's message (``stopped by SIGTERM after ...``)."""
-    words = outcome.error.split()
-    return words[2] if len(words) > 2 and words[2].startswith("SIG") else "SIGINT"
-
-
 def _connect(options: RayOptions, workers: int, log: TextIO) -> RaySession:
     from vfl.experiments.ray_executor import RaySession  # deferred: Ray is an optional extra
 
@@ -316,13 +225,6 @@ def _prepare(folder: Path, run: PlannedRun, action: FolderAction, threads: int) 
     action.apply(folder)
     resume = action.state == "partial"
     return RunTask(run.name, folder / run.name, run.config, resume=resume, threads=threads)
-
-
-def _collect(future: Future[RunOutcome], task: RunTask) -> RunOutcome:
-    try:
-        return future.result()
-    except Exception as error:  # the worker process died (killed, out of memory)
-        return record_failure(task, error, traceback.format_exc(), 0.0)
 
 
 class _Progress:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from vfl.config import RunConfig
 from vfl.experiments.files import ERROR
+from vfl.run.signals import RunStopped, stop_on_signals
 
 
 @dataclass(frozen=True)
@@ -52,9 +53,7 @@ def run_task(task: RunTask) -> RunOutcome:
         import torch
 
         from vfl.attacks import runner  # deferred: the parent needs no torch to plan or report
-        from vfl.run.fit import RunStopped
         from vfl.run.progress import Progress
-        from vfl.run.signals import stop_on_signals
 
         if task.threads:
             torch.set_num_threads(task.threads)

@@ -8,12 +8,14 @@ from typing import Any
 
 import torch
 
-from vfl.errors import ConfigError, VflError
+from vfl.errors import ConfigError
 from vfl.protocol.base import Trainer
 from vfl.results.files import LEDGER, SUMMARY, RunDirectory
 from vfl.results.summary import Target, summarize
-from vfl.run.progress import Progress, Terminal, describe, describe_untrained
+from vfl.run.console import describe, describe_untrained
+from vfl.run.progress import Progress, Terminal
 from vfl.run.session import PartyGroup, Session
+from vfl.run.signals import RunStopped as RunStopped  # its home before run/signals.py
 from vfl.run.signals import StopRequest
 from vfl.wire import SPLIT_TEST
 
@@ -66,22 +68,6 @@ class Checkpoints:
     enabled: bool = True
     every: int = 0
     config: str = ""
-
-
-class RunStopped(VflError):
-    """Training stopped early on request (a signal), after writing a checkpoint if it could.
-
-    Attributes:
-        rounds: Rounds completed.
-        checkpointed: Whether the run directory's checkpoint holds the run at ``rounds``.
-        reason: What asked for the stop (``SIGINT``, ``SIGTERM``).
-    """
-
-    def __init__(self, message: str, *, rounds: int, checkpointed: bool, reason: str = "") -> None:
-        super().__init__(message)
-        self.rounds = rounds
-        self.checkpointed = checkpointed
-        self.reason = reason
 
 
 class _TargetReached(Exception):

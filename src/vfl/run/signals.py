@@ -17,7 +17,25 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from vfl.errors import VflError
+
 HANDLED = (signal.SIGINT, signal.SIGTERM)
+
+
+class RunStopped(VflError):
+    """Training stopped early on request (a signal), after writing a checkpoint if it could.
+
+    Attributes:
+        rounds: Rounds completed.
+        checkpointed: Whether the run directory's checkpoint holds the run at ``rounds``.
+        reason: What asked for the stop (``SIGINT``, ``SIGTERM``).
+    """
+
+    def __init__(self, message: str, *, rounds: int, checkpointed: bool, reason: str = "") -> None:
+        super().__init__(message)
+        self.rounds = rounds
+        self.checkpointed = checkpointed
+        self.reason = reason
 
 
 class Interrupted(KeyboardInterrupt):
