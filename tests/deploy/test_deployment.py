@@ -3,7 +3,8 @@
 One run (module fixture) on tables whose IDs overlap only partly and are listed in different
 orders is checked against the in-process simulator (same parameters, same ledger), for its
 alignment, and for what each party process was ever told. A second fresh deployment of the same
-data and seed (with the progress lines on) must end with exactly the same parameters.
+data and seed (shown on the console, where the first ran --quiet) must end with exactly the same
+parameters.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ class Launched:
 
 @pytest.fixture(scope="module")
 def redeployed(tmp_path_factory: pytest.TempPathFactory) -> Launched:
-    """The same data, seed and config as ``deployed``, freshly deployed with progress lines."""
+    """The same data, seed and config as ``deployed``, freshly deployed, its progress shown."""
     scenario = make_scenario(tmp_path_factory.mktemp("redeployed"), num_parties=2, epochs=2)
     result = run_launch(scenario, "--set=output.progress=true")
     assert result.returncode == 0, result.stderr[-4000:]

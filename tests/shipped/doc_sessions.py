@@ -225,6 +225,7 @@ SLOW = (
             Step(
                 ATTACKS,
                 ".venv/bin/vfl run --resume runs/budget --set train.epochs=4",
+                shown=("stopped at the privacy budget after 2 of 4 planned epochs",),
                 expect=("final: test_loss",),
                 file_shows=(
                     (

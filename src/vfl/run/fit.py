@@ -185,6 +185,10 @@ class _Fit:
         if budget is None or epoch + 1 <= budget.epochs:
             return False
         self.stopped_by_budget = True
+        self.progress.note(
+            f"stopped at the privacy budget after {budget.epochs} of {self.schedule.epochs}"
+            f" planned epochs ({budget.note})"
+        )
         return True
 
     def _summarize_extras(self, summary: dict[str, Any]) -> None:
