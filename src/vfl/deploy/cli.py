@@ -178,7 +178,9 @@ def _server(args: argparse.Namespace) -> int:
         raise ConfigError("--resume needs the run directory: give --run-dir or output.name")
     again = server_command(args, run_dir)
     check_run_directory(run_dir, args.resume, f"{again} --resume")
-    progress: Progress = Progress() if args.quiet else Terminal(bar=config.output.progress)
+    progress: Progress = Progress()
+    if not args.quiet:
+        progress = Terminal(bar=config.output.progress, clock=started)
     if args.events:
         progress = Events()
         _warnings_as_notes(progress)
