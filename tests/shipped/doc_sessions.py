@@ -343,6 +343,8 @@ SLOW = (
                 FEDBCD,
                 ".venv/bin/vfl sweep experiments/fedbcd/mnist_cnn_party_k.toml",
                 add=SHORT_SWEEP,
+                status=4,
+                shown=("training diverged",),
                 timeout=1800,
             ),
             Step(
