@@ -148,6 +148,11 @@ def run_sweep(
     runs = plan(spec)
     folder = spec.folder
     actions = plan_folders(folder, runs)
+    pending = [run for run in runs if actions[run.name].trains]
+    workers = max(1, min(workers or spec.workers, len(pending)))
+    # Ray first: a cluster (or Ray itself) that is missing fails before the sweep says anything
+    connect = ray is not None and pending and not dry_run
+    session = _connect(ray, workers, log) if connect and ray is not None else None
     counts = ", ".join(f"{sum(a.verb == v for a in actions.values())} {v}" for v in VERBS)
     print(f"sweep {spec.name}: {len(runs)} runs ({counts}) in {folder}", file=log)
     for action in actions.values():
@@ -155,9 +160,6 @@ def run_sweep(
             print(f"  {action.describe()}", file=log)
     if dry_run:
         return SweepResult(folder, actions)
-    pending = [run for run in runs if actions[run.name].trains]
-    workers = max(1, min(workers or spec.workers, len(pending)))
-    session = _connect(ray, workers, log) if ray is not None and pending else None
     try:
         write_manifest(folder, manifest_of(spec, runs))
         threads = max(1, cores() // workers) if workers > 1 else 0
