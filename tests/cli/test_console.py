@@ -58,7 +58,12 @@ def test_json_prints_the_summary_on_stdout(
     assert json.loads(outcome.out) == json.loads((run_dir / "summary.json").read_text())
     lines = outcome.err.splitlines()
     assert lines[0] == f"run directory: {run_dir}" and lines[-1].startswith("final: ")
-    assert [line.split(" | ")[0] for line in lines[1:-1]] == ["epoch 1", "epoch 2", "epoch 3"]
+    assert [line.split(" | ")[0] for line in lines[1:-1]] == [
+        "untrained model",
+        "epoch 1",
+        "epoch 2",
+        "epoch 3",
+    ]
 
 
 def test_without_json_stdout_is_not_the_summary(

@@ -163,7 +163,7 @@ def _server(args: argparse.Namespace) -> int:
     started = time.monotonic() - process_age()  # before the imports that take seconds
     from vfl.deploy.config import load_run_config
     from vfl.deploy.phases import SetupPhases
-    from vfl.deploy.server import check_run_directory, run_server, stopped_message
+    from vfl.deploy.server import run_server, stopped_message
     from vfl.deploy.stopping import server_command, server_next_step
     from vfl.run.fit import RunStopped
     from vfl.run.folders import default_run_dir
@@ -177,7 +177,6 @@ def _server(args: argparse.Namespace) -> int:
     if args.resume and args.run_dir is None and not config.output.name:
         raise ConfigError("--resume needs the run directory: give --run-dir or output.name")
     again = server_command(args, run_dir)
-    check_run_directory(run_dir, args.resume, f"{again} --resume")
     progress: Progress = Progress()
     if not args.quiet:
         progress = Terminal(bar=config.output.progress, clock=started)
@@ -197,6 +196,7 @@ def _server(args: argparse.Namespace) -> int:
                 port_file=args.port_file,
                 phases=phases,
                 stop=stop,
+                resume_command=f"{again} --resume",
             )
     except (RunStopped, KeyboardInterrupt) as stopped:
         message = stopped_message(stopped, phases.doing)

@@ -161,6 +161,7 @@ def run_server(
     port_file: Path | None = None,
     phases: SetupPhases | None = None,
     stop: StopRequest | None = None,
+    resume_command: str = "",
 ) -> dict[str, Any]:
     """Serve the parties and train as configured; returns the summary.
 
@@ -174,6 +175,8 @@ def run_server(
             them for the summary's ``setup``.
         stop: Set by a signal: set-up stops at once (``stop.at_once``), training after the
             round with a checkpoint (``RunStopped``).
+        resume_command: The command that continues a run found in ``run_dir`` (named when a
+            new run is refused there).
 
     Raises:
         ConfigError: if a TLS file is missing, unparsable, mismatched or expired (checked
@@ -181,7 +184,7 @@ def run_server(
         ProtocolError: if parties fail and do not recover, naming them.
     """
     tls = server_tls(deployment.tls)
-    run = check_run_directory(run_dir, resume)
+    run = check_run_directory(run_dir, resume, resume_command)
     run.clear_failure()
     phases = phases or SetupPhases()
     try:
