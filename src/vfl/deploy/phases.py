@@ -14,6 +14,7 @@ training time (``wall_time``):
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence, Sized
 
@@ -21,7 +22,10 @@ from vfl.deploy.alignment import Alignment
 from vfl.deploy.data import SPLITS
 from vfl.run.console import process_age
 from vfl.run.progress import Progress
-from vfl.transport.grpc_transport import GrpcTransport
+from vfl.transport.grpc_transport import REPORT_EVERY_S, GrpcTransport
+from vfl.transport.link import PartyUnavailableError
+
+log = logging.getLogger(__name__)
 
 POLL_S = 0.2
 """How often the wait for parties looks for new connections."""
@@ -60,23 +64,39 @@ class SetupPhases:
     def await_parties(self, transport: GrpcTransport, timeout: float) -> None:
         """Wait for every party to connect (as ``transport.wait_for_parties``), noting each.
 
+        Every ``REPORT_EVERY_S`` seconds it logs the parties it still waits for.
+
         Raises:
             PartyUnavailableError: naming the parties still missing after ``timeout`` seconds.
         """
-        deadline = time.monotonic() + timeout
-        wanted = transport.party_ids
+        started = time.monotonic()
+        deadline, report_at = started + timeout, started + REPORT_EVERY_S
         seen: list[int] = []
         while True:
             for party in sorted(set(transport.connected()) - set(seen)):
                 seen.append(party)
-                self.progress.note(f"party {party} connected ({len(seen)} of {len(wanted)})")
-            missing = [p for p in wanted if p not in seen]
+                self.progress.note(
+                    f"party {party} connected ({len(seen)} of {len(transport.party_ids)})"
+                )
+            missing = [p for p in transport.party_ids if p not in seen]
             self.doing = f"waiting for parties {_names(missing)} to connect"
-            left = deadline - time.monotonic()
-            if not missing or left <= 0:
+            now = time.monotonic()
+            if not missing:
                 break
-            transport.streams.wait_for_parties(min(POLL_S, left))
-        transport.wait_for_parties(max(0.0, deadline - time.monotonic()))
+            if now >= deadline:
+                raise PartyUnavailableError(
+                    f"parties {missing} did not connect within {timeout:g} s"
+                    f" ({transport.absences(missing)})"
+                )
+            if now >= report_at:
+                report_at += REPORT_EVERY_S
+                log.warning(
+                    "waiting for parties %s (%s); giving up in %.0f s",
+                    missing,
+                    transport.absences(missing),
+                    deadline - now,
+                )
+            transport.streams.wait_for_parties(min(POLL_S, deadline - now))
         self._lap("connect")
 
     def psi_begins(self, ids: Mapping[int, Sized], parties: int) -> None:
