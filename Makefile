@@ -37,9 +37,10 @@ unit: venv data
 
 test: lint typecheck unit
 
+# Prints the run's summary.json on stdout (--json); the epochs and the run folder on stderr.
 demo: venv
 	$(BIN)/vfl data fetch mnist
-	$(BIN)/vfl run examples/mnist_quadrants.toml
+	$(BIN)/vfl run examples/mnist_quadrants.toml --json
 
 bench: venv data
 	$(BIN)/python bench/bench_vfl_vs_centralized.py

@@ -203,10 +203,19 @@ def report(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _short(size: float) -> str:
+    """``30k``, ``1M``: a tick label that fits under a narrow panel."""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if size >= scale:
+            return f"{size / scale:g}{suffix}"
+    return f"{size:g}"
+
+
 def plot(results: dict[str, Any], path: Path) -> None:
     """Epoch time and memory above imports against size, log-log, one panel per axis."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter
 
     table = summarise(results)
     figure = Figure(figsize=(4 * len(table), 3.6))
@@ -220,6 +229,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
         ax.loglog(sizes, times, "o-", label="epoch time (s)")
         ax.loglog(sizes, linear, ":", color="grey", label="linear from the first point")
         ax.loglog(sizes, memory, "s--", label="peak memory above imports (MiB)")
+        ax.set_xticks(sizes, [_short(s) for s in sizes])  # the measured sizes, plainly
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(axis)
         ax.set_title(f"growing {axis}")
         ax.legend(fontsize=7)

@@ -46,6 +46,8 @@ def test_overrides_are_typed_like_toml_values() -> None:
     [
         ("train.epcohs=3", r"unknown key 'train.epcohs' \(did you mean 'train.epochs'\?\)"),
         ("trian.epochs=3", "unknown key 'trian'"),
+        ("train.lr=3e-3", r"unknown key 'train.lr' \(did you mean 'train.optimizer.lr'\?\)"),
+        ("bottom.hidden=[8]", r"unknown key 'bottom' \(did you mean 'model.bottom'\?\)"),
         ('train.epochs="3"', r"train.epochs must be an integer, got '3' \(str\)"),
         ("train.epochs=2.5", "train.epochs must be an integer"),
         ("train.shuffle=1", "train.shuffle must be true or false"),

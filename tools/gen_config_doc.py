@@ -20,6 +20,12 @@ HEAD = """# Configuration reference
 Generated from `src/vfl/config/` by `tools/gen_config_doc.py` (the docstrings there are the
 source). Every key can be overridden on the command line with `--set section.key=value`; values
 parse as TOML, and bare words are strings.
+
+**Relative paths.** `data.path` and `data.test_path` in a config file resolve against that
+file's folder, whatever the working directory; `output.dir` (where results go, `runs` by
+default) resolves against the working directory, so `vfl run examples/x.toml` writes `runs/...`
+where you run it. A deployment's RUN.toml resolves every relative path against its own folder,
+`output.dir` included (`docs/deployment.md`). A path given with `--set` is taken as typed.
 """
 TABLE_HEAD = "| key | type | default | valid | meaning |\n|---|---|---|---|---|"
 

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.metadata
 import json
+import logging
 import pickle
 import sys
 import tempfile
 import tomllib
 import traceback
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TextIO
 
 from vfl.config import load_config
 from vfl.deploy.cli import register as register_deploy
@@ -20,6 +23,7 @@ from vfl.errors import ConfigError, SomeWorkFailed, VflError
 from vfl.experiments.cli import register as register_experiments
 from vfl.privacy.cli import register as register_privacy
 from vfl.results.files import check_new, failure_line, saved_traceback
+from vfl.run.signals import exit_status
 from vfl.serving.cli import register as register_serving
 
 EXTRAS = {
@@ -50,10 +54,12 @@ USER_ERROR = 2
 """Bad input, or a request refused before anything changed (a run over its privacy budget)."""
 BUDGET_STOPPED = 3
 """Training stopped at the privacy budget (``privacy.max_epsilon``) before its planned epochs."""
-INTERRUPTED = 130
 SOME_FAILED = 4
 """The command ran but part of the requested work failed (``SomeWorkFailed``: ``vfl score``
-with an ID that was not scored)."""
+with an ID that was not scored; a sweep with a failed run)."""
+INTERRUPTED, TERMINATED = 130, 143
+"""Stopped by Ctrl-C (SIGINT); stopped by SIGTERM. Every status: docs/troubleshooting.md,
+"Exit codes"."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     No traceback reaches the terminal: an expected failure prints one line (status 2); any
     other exception prints one line saying where its full traceback was saved (status 1).
     """
+    if argv is None:  # the process's own command line (a call from Python keeps its warnings)
+        warnings.showwarning = _show_warning
     status = _main(_parser().parse_args(argv))
     if argv is None:  # the process's own command line: it exits next
         sys.stdout.flush()
@@ -77,9 +85,9 @@ def _main(args: argparse.Namespace) -> int:
     try:
         status: int = args.handler(args)
         return status
-    except KeyboardInterrupt:
-        print("vfl: interrupted", file=sys.stderr)
-        return INTERRUPTED
+    except KeyboardInterrupt as stopped:
+        print(f"vfl: {_interruption(stopped)}", file=sys.stderr)
+        return exit_status(stopped)
     except SomeWorkFailed as error:
         print(f"vfl: {error}", file=sys.stderr)
         return SOME_FAILED
@@ -108,6 +116,28 @@ def _main(args: argparse.Namespace) -> int:
         return _internal_error(error)
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning as one line like every other notice: ``vfl: warning: MESSAGE``.
+
+    Python's own format shows the source line and path of the code that warned, which is vfl's
+    code and means nothing to the user of a command.
+    """
+    print(f"vfl: warning: {message}", file=file or sys.stderr)
+
+
+def _interruption(stopped: KeyboardInterrupt) -> str:
+    """What an interruption no command explained says: the signal, if known."""
+    reason = getattr(stopped, "reason", "")
+    return f"stopped by {reason}" if reason else "interrupted"
+
+
 def _internal_error(error: BaseException) -> int:
     print(
         f"vfl: internal error: {failure_line(error)} (a bug in vfl; please report it,"
@@ -134,6 +164,7 @@ def _traceback_file(error: BaseException) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vfl", description="Vertical federated learning.")
+    parser.add_argument("--version", action="version", version=f"vfl {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(commands)
     data = commands.add_parser("data", help="list or fetch data sets")
@@ -154,6 +185,14 @@ def _parser() -> argparse.ArgumentParser:
     register_deploy(commands)
     register_serving(commands)
     return parser
+
+
+def _version() -> str:
+    """The installed package's version (its metadata), or what is known without it."""
+    try:
+        return importlib.metadata.version("vfl")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "(not installed)"
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -191,7 +230,7 @@ def _run(args: argparse.Namespace) -> int:
     from vfl.run.folders import default_run_dir, resumed_config
     from vfl.run.signals import stop_on_signals
 
-    overrides = list(args.overrides) + (["output.progress=false"] if args.quiet else [])
+    overrides = list(args.overrides)
     if args.resume is not None:
         if args.config is not None or args.run_dir is not None:
             raise ConfigError(
@@ -213,20 +252,35 @@ def _run(args: argparse.Namespace) -> int:
         )
     from vfl.attacks import runner as attacks  # deferred until the input is checked: torch
     from vfl.run import fit, runner  # takes seconds
+    from vfl.run.console import show_result
+    from vfl.run.progress import Progress, Terminal
+
+    _clean_log_lines()
 
     def announce() -> None:  # once the run is known to start: a refused one has no folder
         if not args.quiet:
             print(f"run directory: {run_dir}", file=sys.stderr)
 
+    progress = Progress() if args.quiet else Terminal(bar=config.output.progress)
     try:
         with stop_on_signals() as stop:
             summary = attacks.train(
-                config, run_dir, resume=args.resume is not None, stop=stop, on_start=announce
+                config,
+                run_dir,
+                resume=args.resume is not None,
+                stop=stop,
+                on_start=announce,
+                progress=progress,
             )
     except (fit.RunStopped, KeyboardInterrupt) as stopped:
-        print(f"vfl: {runner.failure_message(stopped, run_dir)}", file=sys.stderr)
-        return INTERRUPTED
-    _report(summary, run_dir, args)
+        command = "vfl attack" if args.attack else "vfl run"
+        print(f"vfl: {runner.failure_message(stopped, run_dir, command)}", file=sys.stderr)
+        return exit_status(stopped)
+    show_result(summary, run_dir, as_json=args.json, quiet=args.quiet)
+    if args.attack and not args.quiet and not args.json:
+        from vfl.attacks.reading import format_table
+
+        print(format_table(summary))
     budget = summary.get("privacy", {}).get("budget", {})
     if budget.get("stopped"):
         print(f"vfl: {budget['message']}; results in {run_dir}", file=sys.stderr)
@@ -234,26 +288,24 @@ def _run(args: argparse.Namespace) -> int:
     return SUCCESS
 
 
-def _report(summary: dict[str, Any], run_dir: Path, args: argparse.Namespace) -> None:
-    """The summary as JSON (``--json``) on stdout, else one line; ``--quiet``: nothing else."""
-    final = ", ".join(
-        f"{key} {value:.4f}"
-        for key, value in summary["final"].items()
-        if key.startswith(("test_", "attack_"))
-        and not key.endswith("_sign")
-        and isinstance(value, int | float)
-    )
-    line = f"final: {final} (results in {run_dir})"
-    if args.json:
-        print(json.dumps(summary, indent=2))
-        if not args.quiet:
-            print(line, file=sys.stderr)
-    else:
-        print(line)
-        if args.attack and not args.quiet:
-            from vfl.attacks.reading import format_table
+class _Notice(logging.Formatter):
+    """``vfl: warning: MESSAGE``: a log record as the command's other notices look."""
 
-            print(format_table(summary))
+    def format(self, record: logging.LogRecord) -> str:
+        """The record in one line."""
+        return f"vfl: {record.levelname.lower()}: {record.getMessage()}"
+
+
+def _clean_log_lines() -> None:
+    """Warnings that vfl logs, as one line each (``vfl: warning: ...``), on standard error.
+
+    The deployment commands log with times and module names instead (``vfl.deploy.cli``).
+    """
+    if not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_Notice())
+        handler.setLevel(logging.WARNING)
+        logging.getLogger().addHandler(handler)
 
 
 def _data_list(args: argparse.Namespace) -> int:

@@ -32,8 +32,7 @@ from tests.run.variants import (
     without_time,
     write_run_config,
 )
-from vfl.run import fit
-from vfl.run.progress import RoundBar
+from vfl.run.progress import Progress
 
 EPOCHS = ("--set", "train.epochs=2", "--set", "train.eval_every=4", "--quiet")
 MID_EPOCH_VARIANTS = {**VARIANTS, "centralized": ("protocol.mode=centralized",)}
@@ -44,15 +43,13 @@ def after_round(monkeypatch: pytest.MonkeyPatch, rounds: int, act: Any) -> Itera
     """Call ``act()`` once, right after round ``rounds`` of the run (counted from its start)."""
     done = [0]
 
-    class Acting(RoundBar):
-        def __call__(self, loss: float) -> None:
-            super().__call__(loss)
-            done[0] += 1
-            if done[0] == rounds:
-                act()
+    def counting(self: Progress, loss: float) -> None:  # every run here is --quiet: Progress()
+        done[0] += 1
+        if done[0] == rounds:
+            act()
 
     with monkeypatch.context() as patch:
-        patch.setattr(fit, "RoundBar", Acting)
+        patch.setattr(Progress, "round_ends", counting)
         yield
 
 
@@ -101,8 +98,8 @@ def run_pair(
     return config, straight, tmp_path / "stopped"
 
 
-def assert_stopped(outcome: Outcome, run_dir: Path, message: str) -> None:
-    assert outcome.status == 130, outcome.err
+def assert_stopped(outcome: Outcome, run_dir: Path, message: str, status: int = 130) -> None:
+    assert outcome.status == status, outcome.err
     assert outcome.error_lines[-1] == f"vfl: {message}; continue with `vfl run --resume {run_dir}`"
     assert not (run_dir / "summary.json").exists()
     assert (run_dir / "error.txt").read_text().strip() == outcome.error_lines[-1][5:]
@@ -125,7 +122,8 @@ def test_a_run_stopped_by_a_signal_mid_epoch_resumes_to_the_uninterrupted_run(
     assert_stopped(
         outcome,
         stopped,
-        "stopped by SIGINT after round 13 (epoch 2, round 3 of 10); the checkpoint holds it",
+        "stopped by SIGINT after round 13 (epoch 2, round 3 of 10); saved its checkpoint and"
+        f" the metrics so far in {stopped}",
     )
     assert (checkpoint(stopped)["epoch"], checkpoint(stopped)["position"]) == (1, 3)
     resumed = vfl(capsys, "run", "--resume", str(stopped), "--quiet")
@@ -175,7 +173,9 @@ def test_sigterm_in_the_first_epoch_leaves_a_resumable_run(
     assert_stopped(
         outcome,
         stopped,
-        "stopped by SIGTERM after round 4 (epoch 1, round 4 of 10); the checkpoint holds it",
+        "stopped by SIGTERM after round 4 (epoch 1, round 4 of 10); saved its checkpoint and"
+        f" the metrics so far in {stopped}",
+        status=143,
     )
     resumed = vfl(capsys, "run", "--resume", str(stopped), "--quiet")
 
@@ -205,11 +205,19 @@ def test_the_comparison_fails_for_a_resume_from_the_wrong_round(
         assert_equal_runs(straight, stopped, resumed_at=13)
 
 
-def test_ctrl_c_from_outside_stops_a_real_process_cleanly(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("vfl_command", "number"),
+    [("run", signal.SIGINT), ("attack", signal.SIGTERM)],
+)
+def test_a_signal_from_outside_stops_a_real_process_cleanly(
+    tmp_path: Path, vfl_command: str, number: signal.Signals
+) -> None:
     # Prepare: a long run in its own process, as a user starts it
     config = write_run_config(tmp_path)
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "vfl.cli", "run", str(config), "--run-dir", str(run_dir)]
+    command = [sys.executable, "-m", "vfl.cli", vfl_command, str(config), "--run-dir", str(run_dir)]
+    if vfl_command == "attack":
+        command += ["--set", "attack.name=label_inference"]
     source = str(Path(__file__).parents[2] / "src")
     process = subprocess.Popen(
         [*command, "--set", "train.epochs=1000", "--set", "train.batch_size=8"],
@@ -222,13 +230,16 @@ def test_ctrl_c_from_outside_stops_a_real_process_cleanly(tmp_path: Path) -> Non
         time.sleep(0.1)  # the first epoch's checkpoint: training is under way
 
     # Execute
-    process.send_signal(signal.SIGINT)
+    process.send_signal(number)
     _, err = process.communicate(timeout=120)
 
-    # Assert
-    assert process.returncode == 130, err
+    # Assert: what was saved, and the command that continues
+    assert process.returncode == 128 + number, err
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
-    assert last.startswith("vfl: stopped by SIGINT after round ")
-    assert last.endswith(f"; continue with `vfl run --resume {run_dir}`")
+    assert last.startswith(f"vfl: stopped by {number.name} after round ")
+    assert last.endswith(
+        f"; saved its checkpoint and the metrics so far in {run_dir}; continue with"
+        f" `vfl {vfl_command} --resume {run_dir}`"
+    )
     assert checkpoint(run_dir)["session"]["trainer"]["rounds"] == int(last.split()[6])

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import stat
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -260,3 +262,40 @@ def test_serve_refuses_an_http_port_out_of_range(
     # Assert
     assert status == 2
     assert "--http-port 70000 is out of range; give 0..65535" in capsys.readouterr().err
+
+
+def test_a_launched_server_sends_its_warnings_to_launch_as_notes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: the server under vfl launch (--events): what launch shows of its warnings
+    from vfl.deploy.cli import _warnings_as_notes
+    from vfl.run.progress import Progress
+
+    class Recorded(Progress):
+        def __init__(self) -> None:
+            self.notes: list[str] = []
+
+        def note(self, text: str) -> None:
+            self.notes.append(text)
+
+    progress = Recorded()
+    root = logging.getLogger()
+    before = list(root.handlers)
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
+
+    # Execute
+    try:
+        _warnings_as_notes(progress)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("compress.embedding: a 2-bit lattice quantizer ...", stacklevel=1)
+        logging.getLogger("vfl.transport").warning("waiting for parties [2] (...)")
+    finally:
+        root.handlers[:] = before
+
+    # Assert: one clean line each, no source path
+    assert progress.notes == [
+        "vfl: warning: compress.embedding: a 2-bit lattice quantizer ...",
+        "vfl: warning: waiting for parties [2] (...)",
+    ]
+    assert ".py" not in capsys.readouterr().err

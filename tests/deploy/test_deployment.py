@@ -3,7 +3,8 @@
 One run (module fixture) on tables whose IDs overlap only partly and are listed in different
 orders is checked against the in-process simulator (same parameters, same ledger), for its
 alignment, and for what each party process was ever told. A second fresh deployment of the same
-data and seed (with the progress lines on) must end with exactly the same parameters.
+data and seed (shown on the console, where the first ran --quiet) must end with exactly the same
+parameters.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from vfl.deploy.config import load_party_config, load_run_config
 from vfl.deploy.data import load_labels, load_party_tables
 from vfl.deploy.psi import hash_to_group
 from vfl.results.files import RunDirectory
-from vfl.run.progress import describe as describe_epoch
+from vfl.run.console import describe as describe_epoch
+from vfl.run.console import final_line
 from vfl.transport.ledger import Ledger
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
 
@@ -47,8 +49,10 @@ SPLITS = {SPLIT_TRAIN: "train", SPLIT_TEST: "test"}
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
     scenario = make_scenario(tmp_path_factory.mktemp("deployed"), num_parties=2, epochs=2)
-    result = run_launch(scenario)
+    result = run_launch(scenario, "--quiet")
     assert result.returncode == 0, result.stderr[-4000:]
+    (scenario.root / "launch.out").write_text(result.stdout)
+    (scenario.root / "launch.err").write_text(result.stderr)
     return scenario
 
 
@@ -56,15 +60,16 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
 class Launched:
     scenario: Scenario
     stdout: str
+    stderr: str
 
 
 @pytest.fixture(scope="module")
 def redeployed(tmp_path_factory: pytest.TempPathFactory) -> Launched:
-    """The same data, seed and config as ``deployed``, freshly deployed with progress lines."""
+    """The same data, seed and config as ``deployed``, freshly deployed, its progress shown."""
     scenario = make_scenario(tmp_path_factory.mktemp("redeployed"), num_parties=2, epochs=2)
     result = run_launch(scenario, "--set=output.progress=true")
     assert result.returncode == 0, result.stderr[-4000:]
-    return Launched(scenario, result.stdout)
+    return Launched(scenario, result.stdout, result.stderr)
 
 
 def test_deployed_training_equals_the_in_process_simulation(
@@ -126,25 +131,82 @@ def test_two_fresh_deployments_of_the_same_data_and_seed_end_with_identical_para
     ).read_text()
 
 
+def epoch_lines(records: list[dict[str, Any]]) -> list[str]:
+    """The lines ``vfl run`` prints for ``records``, without their wall time (not recorded)."""
+    return [describe_epoch(r).rpartition(" | ")[0] for r in records if r["train_loss"] is not None]
+
+
+def without_time(lines: list[str]) -> list[str]:
+    return [line.rpartition(" | ")[0] for line in lines if line.startswith("epoch ")]
+
+
 def test_launch_prints_the_per_epoch_lines_of_vfl_run(
     deployed: Scenario, redeployed: Launched
 ) -> None:
     # Prepare: the lines vfl run prints, from the deployment's own metrics
-    records = RunDirectory(redeployed.scenario.run_dir).read_metrics()
-    expected = [describe_epoch(r) for r in records if r["train_loss"] is not None]
+    expected = epoch_lines(RunDirectory(redeployed.scenario.run_dir).read_metrics())
 
     # Execute
-    printed = [line for line in redeployed.stdout.splitlines() if line.startswith("epoch ")]
+    printed = [line for line in redeployed.stderr.splitlines() if line.startswith("epoch ")]
     logged = (redeployed.scenario.run_dir / "logs" / "server.log").read_text().splitlines()
 
-    # Assert: one line per epoch, with metrics, traffic and time, on launch's output and in the
-    # server's log (launch relays the server's standard output: vfl server prints them)
-    assert printed == expected and len(expected) == 2
+    # Assert: one line per epoch, with metrics, traffic and its wall and training time, on
+    # launch's standard error and in the server's log (launch shows the server's events)
+    assert without_time(printed) == expected and len(expected) == 2
     assert all(" | train_traffic " in line and "test_accuracy" in line for line in printed)
-    assert all(line in logged for line in expected)
-    # Assert: the control: output.progress = false prints none
-    quiet = (deployed.run_dir / "logs" / "server.log").read_text()
-    assert "epoch 1 | train_loss" not in quiet
+    assert all(line.endswith(" s)") and " s (training " in line for line in printed)
+    assert without_time(logged) == expected
+    # Assert: standard output is the result alone: the final line
+    assert redeployed.stdout.splitlines() == [
+        f"final: {line.partition('final: ')[2]}" for line in redeployed.stdout.splitlines()
+    ]
+    assert len(redeployed.stdout.splitlines()) == 1
+
+
+def test_launch_prints_the_set_up_phases_in_order_and_times_them_in_the_summary(
+    redeployed: Launched,
+) -> None:
+    # Prepare
+    lines = redeployed.stderr.splitlines()
+    summary = json.loads((redeployed.scenario.run_dir / "summary.json").read_text())
+
+    # Execute: each phase's first line, in the order printed
+    phases = [
+        "started the server (pid ",
+        "server listening on port ",
+        "started party-1 (pid ",
+        "party 1 connected (",
+        "PSI: aligning ",
+        "PSI done in ",
+        "parties set up (",
+        "untrained model | test_loss",
+        "epoch 1 | ",
+        "epoch 2 | ",
+    ]
+    where = [next((i for i, line in enumerate(lines) if phase in line), -1) for phase in phases]
+
+    # Assert: as they happen, each with the launch's clock; the summary keeps the set-up times
+    assert -1 not in where and where == sorted(where), lines
+    psi = next(line for line in lines if "PSI done in " in line)
+    assert "IDs every party holds: train " in psi and " test " in psi
+    assert set(summary["setup"]) == {"start_s", "connect_s", "psi_s", "parties_setup_s", "total_s"}
+    assert summary["setup"]["psi_s"] > 0
+    assert summary["setup"]["total_s"] == pytest.approx(
+        sum(v for k, v in summary["setup"].items() if k != "total_s"), abs=0.01
+    )
+
+
+def test_a_quiet_launch_prints_its_final_line_and_nothing_else(deployed: Scenario) -> None:
+    # Prepare: the control of the two tests above
+    summary = json.loads((deployed.run_dir / "summary.json").read_text())
+
+    # Execute
+    out = (deployed.root / "launch.out").read_text()
+    err = (deployed.root / "launch.err").read_text()
+
+    # Assert
+    assert out == final_line(summary, deployed.run_dir) + "\n"
+    assert err == ""
 
 
 @pytest.mark.slow
@@ -175,10 +237,9 @@ def test_vfl_server_prints_the_per_epoch_lines_of_vfl_run(tmp_path: Path) -> Non
 
     # Assert: the epoch loop's line for each epoch, on standard output
     assert statuses == [0, 0, 0], err.read_text()[-3000:]
-    records = RunDirectory(scenario.run_dir).read_metrics()
-    expected = [describe_epoch(r) for r in records if r["train_loss"] is not None]
-    printed = [line for line in out.read_text().splitlines() if line.startswith("epoch ")]
-    assert printed == expected and len(expected) == 3
+    expected = epoch_lines(RunDirectory(scenario.run_dir).read_metrics())
+    assert without_time(err.read_text().splitlines()) == expected and len(expected) == 3
+    assert out.read_text().startswith("final: ")
 
 
 def test_training_uses_exactly_the_intersection_in_one_order_at_every_holder(

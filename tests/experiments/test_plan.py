@@ -5,11 +5,15 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import pytest
 import tomli_w
 
+from tests.experiments.sweeps import write_sweep
 from vfl.config import load_config
 from vfl.config.io import to_toml
-from vfl.experiments.plan import run_state
+from vfl.errors import ConfigError
+from vfl.experiments.plan import plan, run_state
+from vfl.experiments.spec import read_sweep, with_command_line
 
 
 def write_finished(run_dir: Path, config_text: str) -> None:
@@ -64,3 +68,20 @@ def test_a_folder_is_new_only_when_it_holds_no_run_and_no_file_but_an_error(
 
     # Assert
     assert states == ["new", "new", "new", "superseded"]
+
+
+def test_command_line_overrides_apply_to_every_run_after_its_setting(tmp_path: Path) -> None:
+    # Prepare: a case that sets the epochs itself
+    body = 'seeds = [0, 1]\nset = { "train.epochs" = 5 }\n[[case]]\nlabel = "long"\n'
+    body += 'set = { "train.epochs" = 9 }\n[[case]]\nlabel = "plain"\n'
+    spec = read_sweep(write_sweep(tmp_path, body))
+
+    # Execute
+    runs = plan(with_command_line(spec, ["train.epochs=1", "data.max_train_samples=64"]))
+
+    # Assert
+    assert [r.config.train.epochs for r in runs] == [1, 1, 1, 1]
+    assert {r.config.data.max_train_samples for r in runs} == {64}
+    assert [r.config.train.epochs for r in plan(spec)] == [9, 9, 5, 5]  # the control
+    with pytest.raises(ConfigError, match=r"train\.seed"):
+        with_command_line(spec, ["train.seed=3"])

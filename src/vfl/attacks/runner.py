@@ -9,6 +9,7 @@ from typing import Any
 from vfl.attacks.probe import AttackProbe
 from vfl.config import RunConfig
 from vfl.run import runner
+from vfl.run.progress import Progress
 from vfl.run.signals import StopRequest
 
 
@@ -19,6 +20,7 @@ def train(
     resume: bool = False,
     stop: StopRequest | None = None,
     on_start: Callable[[], None] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """``vfl.run.runner.train``, with ``[attack]``'s attack observing its role when one is set.
 
@@ -26,4 +28,12 @@ def train(
     gains an ``attack`` section.
     """
     probe = AttackProbe(config) if config.attack.name != "none" else None
-    return runner.train(config, run_dir, resume=resume, stop=stop, probe=probe, on_start=on_start)
+    return runner.train(
+        config,
+        run_dir,
+        resume=resume,
+        stop=stop,
+        probe=probe,
+        on_start=on_start,
+        progress=progress,
+    )

@@ -7,6 +7,7 @@ tuples too), and nested config dataclasses.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import tomllib
@@ -47,8 +48,8 @@ def from_mapping(cls: type[T], data: Mapping[str, Any], *, path: str = "") -> T:
     unknown = sorted(set(data) - set(fields))
     if unknown:
         where = f"[{path}]" if path else "the top level"
-        close = difflib.get_close_matches(unknown[0], list(fields), n=1)
-        hint = f" (did you mean {_join(path, close[0])!r}?)" if close else ""
+        close = _close_key(cls, unknown[0])
+        hint = f" (did you mean {_join(path, close)!r}?)" if close else ""
         raise ConfigError(
             f"unknown key {_join(path, unknown[0])!r}{hint}; valid keys in {where}:"
             f" {', '.join(fields)}"
@@ -58,6 +59,32 @@ def from_mapping(cls: type[T], data: Mapping[str, Any], *, path: str = "") -> T:
         return cls(**values)
     except FieldError as error:
         raise ConfigError(f"{_join(path, error.key)}: {error.detail}") from None
+
+
+def _close_key(cls: type[Any], key: str) -> str:
+    """The key of ``cls`` (dotted, nested tables included) that ``key`` most likely meant.
+
+    A close spelling at the same level comes first (``epohcs``: ``epochs``); else a key of that
+    name, or a close one, in a nested table (``train.lr``: ``train.optimizer.lr``). ``""``: none.
+    """
+    here = [f.name for f in dataclasses.fields(cls)]
+    close = difflib.get_close_matches(key, here, n=1)
+    if close:
+        return close[0]
+    nested = _nested_keys(cls)
+    leaves = {dotted.rpartition(".")[2]: dotted for dotted in reversed(nested)}
+    close = difflib.get_close_matches(key, list(leaves), n=1, cutoff=0.8)
+    return leaves[close[0]] if close else ""
+
+
+def _nested_keys(cls: type[Any], prefix: str = "") -> list[str]:
+    """The dotted keys inside the nested tables of ``cls``, outer tables first."""
+    hints = typing.get_type_hints(cls)
+    tables = [f.name for f in dataclasses.fields(cls) if dataclasses.is_dataclass(hints[f.name])]
+    keys = [f"{prefix}{t}.{f.name}" for t in tables for f in dataclasses.fields(hints[t])]
+    for table in tables:
+        keys += _nested_keys(hints[table], f"{prefix}{table}.")
+    return [key for key in dict.fromkeys(keys) if key.count(".") > prefix.count(".")]
 
 
 def _convert(hint: Any, value: Any, key: str) -> Any:
@@ -147,6 +174,29 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {str(path)!r} does not exist") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"config file {str(path)!r} is not valid TOML: {error}") from None
+
+
+def with_paths_resolved(
+    raw: Mapping[str, Any], keys: Mapping[str, Sequence[str]], base: Path
+) -> dict[str, Any]:
+    """A copy of ``raw`` whose relative path values at ``keys`` are joined to ``base``.
+
+    ``keys`` maps a dotted table (``""``: the top level) to the names of its path keys. A config
+    file's relative paths mean paths next to the file, whatever the working directory; values
+    given on the command line (``--set``) are merged afterwards and taken as typed.
+    """
+    out = copy.deepcopy(dict(raw))
+    for section, names in keys.items():
+        table: Any = out
+        for part in filter(None, section.split(".")):
+            table = table.get(part) if isinstance(table, dict) else None
+        if not isinstance(table, dict):
+            continue
+        for name in names:
+            value = table.get(name)
+            if isinstance(value, str) and value:
+                table[name] = str(base / Path(value).expanduser())
+    return out
 
 
 def to_toml(config: Any) -> str:

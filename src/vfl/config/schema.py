@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vfl.config.attack import AttackConfig
-from vfl.config.io import from_mapping, merge, parse_overrides, read_toml
+from vfl.config.io import from_mapping, merge, parse_overrides, read_toml, with_paths_resolved
 from vfl.config.section import Section
 from vfl.config.sections import (
     DataConfig,
@@ -45,11 +45,21 @@ class RunConfig(Section):
     attack: AttackConfig = field(default_factory=AttackConfig)
 
 
+RUN_CONFIG_PATHS = {"data": ("path", "test_path")}
+"""The input files a run config names: relative to the config file's folder. ``output.dir``
+is where results go, relative to the working directory (``runs`` beside the user's shell)."""
+
+
 def load_config(path: Path | None = None, overrides: Sequence[str] = ()) -> RunConfig:
     """Load a run config from TOML (defaults when ``path`` is None) with ``key=value`` overrides.
+
+    The file's relative ``data.path`` and ``data.test_path`` resolve against its folder;
+    overrides are taken as given.
 
     Raises:
         ConfigError: naming the offending key and what is valid.
     """
-    raw = read_toml(path) if path is not None else {}
+    raw = {}
+    if path is not None:
+        raw = with_paths_resolved(read_toml(path), RUN_CONFIG_PATHS, path.parent)
     return from_mapping(RunConfig, merge(raw, parse_overrides(overrides)))

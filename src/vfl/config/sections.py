@@ -280,9 +280,11 @@ class OutputConfig(Section):
     """Where results go.
 
     Attributes:
-        dir: Parent directory of run directories.
+        dir: Parent directory of run directories (a run config's: relative to the working
+            directory; RUN.toml's: to its own folder).
         name: Run directory name; empty for ``<config stem>-<timestamp>``.
-        progress: Show a progress bar.
+        progress: On a terminal, show a bar of each epoch's rounds with their rate and running
+            loss. The line per epoch shows either way; ``--quiet`` hides both.
         bundle: At the end of training, export every role's model bundle into
             ``RUN_DIR/bundle/`` (for ``vfl predict``, ``vfl serve`` and ``vfl.load_model``).
         tensorboard: Also write every ``metrics.jsonl`` record as TensorBoard scalars into

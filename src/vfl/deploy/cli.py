@@ -9,13 +9,18 @@ import argparse
 import json
 import logging
 import sys
+import time
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vfl.config.arguments import MAX_WAIT_S, check_argument
 from vfl.config.fields import Range
 from vfl.errors import ConfigError, SomeWorkFailed
 from vfl.transport.address import MAX_PORT
+
+if TYPE_CHECKING:
+    from vfl.run.progress import Progress
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 PORT_WAIT_S = 600.0
@@ -29,6 +34,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     server.add_argument("--run-dir", type=Path, help="results (default: output.dir/...)")
     server.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     server.add_argument("--port-file", type=Path, help="write the listening port here")
+    _console(server)
+    server.add_argument("--events", action="store_true", help=argparse.SUPPRESS)  # vfl launch's
     _prediction(server, party=False)
     _overrides(server)
     server.set_defaults(handler=_server)
@@ -42,6 +49,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         type=Path,
         help="dial 127.0.0.1 at the port a local server writes here (vfl launch)",
     )
+    _console(party)
     _prediction(party, party=True)
     _overrides(party)
     party.set_defaults(handler=_party)
@@ -50,6 +58,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     launch.add_argument("config", type=Path, help="RUN.toml naming each party's PARTY.toml")
     launch.add_argument("--run-dir", type=Path, help="results (default: output.dir/...)")
     launch.add_argument("--resume", action="store_true", help="resume the server and parties")
+    _console(launch)
     _prediction(launch, party=False)
     _overrides(launch)
     launch.set_defaults(handler=_launch)
@@ -110,6 +119,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     certs.set_defaults(handler=_certs)
 
 
+def _console(parser: argparse.ArgumentParser) -> None:
+    """``--quiet`` and ``--json``, as ``vfl run`` has them."""
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no phases, epoch lines or progress bar (warnings only): print one final line",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the whole summary (summary.json) on stdout"
+    )
+
+
 def _prediction(parser: argparse.ArgumentParser, *, party: bool) -> None:
     """The options of batch prediction (and, for a party, online scoring)."""
     group = parser.add_argument_group("prediction with a trained model (docs/predict.md)")
@@ -152,28 +173,55 @@ def _overrides(parser: argparse.ArgumentParser) -> None:
 
 
 def _server(args: argparse.Namespace) -> int:
-    from vfl.deploy.config import load_run_config
-    from vfl.deploy.server import run_server
-    from vfl.run.runner import default_run_dir
+    from vfl.run.console import process_age, show_result
+    from vfl.run.progress import Events, Progress, Terminal
 
-    _log_to_stderr()
+    started = time.monotonic() - process_age()  # before the imports that take seconds
+    from vfl.deploy.config import load_run_config
+    from vfl.deploy.phases import SetupPhases
+    from vfl.deploy.server import run_server, stopped_message
+    from vfl.deploy.stopping import server_command, server_next_step
+    from vfl.run.fit import RunStopped
+    from vfl.run.folders import default_run_dir
+    from vfl.run.signals import exit_status, stop_on_signals
+
+    _log_to_stderr(quiet=args.quiet)
     config, deployment = load_run_config(args.config, args.overrides)
     if args.predict:
         return _server_predict(args, config, deployment)
     run_dir = args.run_dir or default_run_dir(config, args.config.stem)
     if args.resume and args.run_dir is None and not config.output.name:
         raise ConfigError("--resume needs the run directory: give --run-dir or output.name")
-    print(f"run directory: {run_dir}", file=sys.stderr)
+    again = server_command(args, run_dir)
+    progress: Progress = Progress()
+    if not args.quiet:
+        progress = Terminal(bar=config.output.progress, clock=started)
+    if args.events:
+        progress = Events()
+        _warnings_as_notes(progress)
+    elif not args.quiet:
+        print(f"run directory: {run_dir}", file=sys.stderr)
+    phases = SetupPhases(progress, started)
     source = repr(str(args.config)) + (" with --set" if args.overrides else "")
-    summary = run_server(
-        config,
-        deployment,
-        run_dir,
-        resume=args.resume,
-        port_file=args.port_file,
-        source=source,
-    )
-    print(json.dumps(summary, indent=2))
+    try:
+        with stop_on_signals(at_once=True) as stop:
+            summary = run_server(
+                config,
+                deployment,
+                run_dir,
+                resume=args.resume,
+                port_file=args.port_file,
+                source=source,
+                phases=phases,
+                stop=stop,
+                resume_command=f"{again} --resume",
+            )
+    except (RunStopped, KeyboardInterrupt) as stopped:
+        message = stopped_message(stopped, phases.doing)
+        print(f"vfl: {message}; {server_next_step(run_dir, again)}", file=sys.stderr)
+        return exit_status(stopped)
+    if not args.events:
+        show_result(summary, run_dir, as_json=args.json, quiet=args.quiet)
     return 0
 
 
@@ -198,8 +246,10 @@ def _predicted_line(count: int, out: Path, metrics: dict[str, float] | None) -> 
 
 def _party(args: argparse.Namespace) -> int:
     from vfl.deploy.config import load_party_config
+    from vfl.deploy.stopping import party_stopped
+    from vfl.run.signals import Interrupted, exit_status, stop_on_signals
 
-    _log_to_stderr()
+    _log_to_stderr(quiet=args.quiet)
     config = load_party_config(args.config, args.overrides)
     if args.predict or args.serve:
         from vfl.deploy.model_party import run_model_party
@@ -213,7 +263,16 @@ def _party(args: argparse.Namespace) -> int:
     from vfl.deploy.party import run_party
 
     source = repr(str(args.config)) + (" with --set" if args.overrides else "")
-    run_party(config, resume=args.resume, server=_dial(args), source=source)
+    try:
+        with stop_on_signals(at_once=True):
+            outcome = run_party(config, resume=args.resume, server=_dial(args), source=source)
+    except Interrupted as stopped:
+        print(f"vfl: {party_stopped(args, config, stopped.reason)}", file=sys.stderr)
+        return exit_status(stopped)
+    if args.json:
+        print(json.dumps(outcome, indent=2))
+    else:
+        print(f"party {config.party_id}: the run is over; its state is in {config.state_dir}")
     return 0
 
 
@@ -273,22 +332,35 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _launch(args: argparse.Namespace) -> int:
-    from vfl.deploy.launch import PredictArgs, launch
+    from vfl.deploy.launch import LaunchStopped, PredictArgs, launch
+    from vfl.results.files import SUMMARY
+    from vfl.run.console import process_age, show_result
+    from vfl.run.progress import Progress, Terminal
+    from vfl.run.signals import exit_status
 
-    _log_to_stderr()
+    _log_to_stderr(quiet=True)  # the server's reports come as events; warnings only
     predict = None
     if args.predict:
         model, data, out = _predict_args(args)
         predict = PredictArgs(model, data, out, args.force)
-    run_dir = launch(
-        args.config,
-        run_dir=args.run_dir,
-        overrides=args.overrides,
-        resume=args.resume,
-        predict=predict,
-    )
+    progress = Progress() if args.quiet else Terminal(clock=time.monotonic() - process_age())
+    try:
+        run_dir = launch(
+            args.config,
+            run_dir=args.run_dir,
+            overrides=args.overrides,
+            resume=args.resume,
+            predict=predict,
+            progress=progress,
+        )
+    except LaunchStopped as stopped:
+        print(f"vfl: {stopped}", file=sys.stderr)
+        return exit_status(stopped)
     if predict is None:
-        print(f"results in {run_dir} (logs in {run_dir / 'logs'})", file=sys.stderr)
+        summary = json.loads((run_dir / SUMMARY).read_text())
+        show_result(summary, run_dir, as_json=args.json, quiet=args.quiet)
+        if not args.quiet:
+            print(f"logs in {run_dir / 'logs'}", file=sys.stderr)
     return 0
 
 
@@ -312,5 +384,22 @@ def _certs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _log_to_stderr() -> None:
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
+def _warnings_as_notes(progress: Progress) -> None:
+    """Warnings (logged or warned) also as notes: ``vfl launch`` shows them, not only the log."""
+
+    class Notes(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            progress.note(f"vfl: {record.levelname.lower()}: {record.getMessage()}")
+
+    def note_warning(message: Warning | str, *args: Any, **kwargs: Any) -> None:
+        print(f"vfl: warning: {message}", file=sys.stderr)  # the log keeps it too
+        progress.note(f"vfl: warning: {message}")
+
+    logging.getLogger().addHandler(Notes(level=logging.WARNING))
+    warnings.showwarning = note_warning
+
+
+def _log_to_stderr(*, quiet: bool = False) -> None:
+    """Log with times and module names on standard error: everything, or warnings only."""
+    level = logging.WARNING if quiet else logging.INFO
+    logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr)

@@ -3,21 +3,29 @@
 RUN.toml is a normal run config (``vfl.config.RunConfig``) whose ``[data]`` names the server's
 labels table (``name = "table"``, ``path``, ``test_path``, ``label``, ``id_column``) plus a
 ``[deployment]`` table. PARTY.toml names only the party's own files, columns and credentials.
-Relative paths in either file are resolved against the directory of the file that names them.
+Relative paths in either file (``output.dir`` included) are resolved against the directory of
+the file that names them; a path given with ``--set`` is taken as typed.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from vfl.config import DataConfig, RunConfig
 from vfl.config.arguments import MAX_THREADS
 from vfl.config.fields import NonEmpty, Range
-from vfl.config.io import FieldError, check, from_mapping, merge, parse_overrides, read_toml
+from vfl.config.io import (
+    FieldError,
+    check,
+    from_mapping,
+    merge,
+    parse_overrides,
+    read_toml,
+    with_paths_resolved,
+)
 from vfl.config.section import Section, rule
 from vfl.errors import ConfigError
 from vfl.transport.address import split_address
@@ -293,7 +301,11 @@ _PARTY_PATHS = {
     "tls": ("ca", "cert", "key"),
     "privacy": ("journal_dir",),
 }
-_RUN_PATHS = {"data": ("path", "test_path"), "deployment.tls": ("cert", "key", "ca")}
+_RUN_PATHS = {
+    "data": ("path", "test_path"),
+    "output": ("dir",),
+    "deployment.tls": ("cert", "key", "ca"),
+}
 
 
 def load_party_config(path: Path, overrides: Sequence[str] = ()) -> PartyConfig:
@@ -302,8 +314,8 @@ def load_party_config(path: Path, overrides: Sequence[str] = ()) -> PartyConfig:
     Raises:
         ConfigError: naming the offending key.
     """
-    raw = merge(read_toml(path), parse_overrides(overrides))
-    return from_mapping(PartyConfig, _resolve(raw, _PARTY_PATHS, path.parent))
+    raw = with_paths_resolved(read_toml(path), _PARTY_PATHS, path.parent)
+    return from_mapping(PartyConfig, merge(raw, parse_overrides(overrides)))
 
 
 def load_run_config(
@@ -317,13 +329,15 @@ def load_run_config(
     Raises:
         ConfigError: naming the offending key, or a run config a deployment cannot run.
     """
-    raw = _resolve(merge(read_toml(path), parse_overrides(overrides)), _RUN_PATHS, path.parent)
-    table = raw.pop("deployment", None)
-    if table is None:
+    raw = with_paths_resolved(read_toml(path), _RUN_PATHS, path.parent)
+    if "deployment" not in raw:
         raise ConfigError(f"{path} has no [deployment] table; see docs/deployment.md")
-    for entry in table.get("parties", ()):
+    parties = raw["deployment"].get("parties", ()) if isinstance(raw["deployment"], dict) else ()
+    for entry in parties:
         if isinstance(entry, dict) and entry.get("config"):
             entry["config"] = str(path.parent / entry["config"])
+    raw = merge(raw, parse_overrides(overrides))
+    table = raw.pop("deployment")
     deployment = from_mapping(DeploymentConfig, table, path="deployment")
     raw.setdefault("partition", {"scheme": "contiguous", "num_parties": len(deployment.parties)})
     config = from_mapping(RunConfig, raw)
@@ -374,19 +388,3 @@ def check_deployable(config: RunConfig, deployment: DeploymentConfig) -> None:
 def party_view(config: RunConfig) -> RunConfig:
     """The run config a party receives: without the server's data paths and output settings."""
     return replace(config, data=DataConfig(), output=replace(config.output, dir="", name=""))
-
-
-def _resolve(raw: dict[str, Any], keys: dict[str, tuple[str, ...]], base: Path) -> dict[str, Any]:
-    """Make the named path values of a raw config absolute, relative to ``base``."""
-    out = copy.deepcopy(raw)
-    for section, names in keys.items():
-        table: Any = out
-        for part in filter(None, section.split(".")):
-            table = table.get(part) if isinstance(table, dict) else None
-        if not isinstance(table, dict):
-            continue
-        for name in names:
-            value = table.get(name)
-            if isinstance(value, str) and value:
-                table[name] = str(base / value)
-    return out

@@ -233,8 +233,8 @@ def party_link(
 
 def run_party(
     config: PartyConfig, *, resume: bool = False, server: str = "", source: str = "PARTY.toml"
-) -> None:
-    """Run one party until the server shuts the run down.
+) -> dict[str, Any]:
+    """Run one party until the server shuts the run down; returns what it kept.
 
     Args:
         config: The party's PARTY.toml.
@@ -269,3 +269,10 @@ def run_party(
     finally:
         (state.directory / "wire.json").write_text(json.dumps(link.wire.snapshot(), indent=2))
     log.info("party %d: the run is over", config.party_id)
+    bundle = state.directory / BUNDLE / f"party-{config.party_id}"
+    return {
+        "party": config.party_id,
+        "state_dir": str(state.directory),
+        "checkpoint_rounds": state.checkpoint_rounds(),
+        "bundle": str(bundle) if bundle.is_dir() else None,
+    }

@@ -33,17 +33,25 @@ from vfl.deploy.config import DeploymentConfig, party_view
 from vfl.deploy.control import ask
 from vfl.deploy.data import LabelTables, load_labels
 from vfl.deploy.export import export_deployed
-from vfl.deploy.launch import LOGS
 from vfl.deploy.messages import CheckpointRequest, ControlAck, SetupReply, SetupRequest
+from vfl.deploy.phases import SetupPhases
+from vfl.deploy.run_folder import ALIGNMENT, DEPLOYMENT, WIRE, check_run_directory
 from vfl.deploy.tls import server_tls
-from vfl.errors import ConfigError, DataError, ProtocolError
+from vfl.errors import DataError, ProtocolError
 from vfl.results.compute import RoundCompute
-from vfl.results.files import CHECKPOINT, CONFIG, RunDirectory, check_new
+from vfl.results.files import (
+    CHECKPOINT,
+    CONFIG,
+    SUMMARY,
+    RunDirectory,
+)
 from vfl.results.metrics import Task
 from vfl.run.bundles import BUNDLE
 from vfl.run.compose import Blueprint, build_loop, build_server
-from vfl.run.runner import finish_summary, fit_as_configured, resumable
+from vfl.run.progress import Progress
+from vfl.run.runner import finish_summary, fit_as_configured
 from vfl.run.session import Session
+from vfl.run.signals import StopRequest
 from vfl.run.stages import use_threads
 from vfl.seeding import derive_seed
 from vfl.transport.grpc_transport import GrpcTransport
@@ -54,10 +62,6 @@ from vfl.transport.security import ServerTls
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
 
 log = logging.getLogger(__name__)
-
-ALIGNMENT = "alignment.pt"
-DEPLOYMENT = "deployment.toml"
-WIRE = "wire.json"
 
 
 class Coordinator:
@@ -147,6 +151,9 @@ def run_server(
     resume: bool = False,
     port_file: Path | None = None,
     source: str = "",
+    phases: SetupPhases | None = None,
+    stop: StopRequest | None = None,
+    resume_command: str = "",
 ) -> dict[str, Any]:
     """Serve the parties and train as configured; returns the summary.
 
@@ -158,6 +165,12 @@ def run_server(
         port_file: Write the port the server listens on here, once it listens.
         source: Where ``config`` was read (RUN.toml and its ``--set`` overrides), for the
             refusal of a resume whose config changed.
+        phases: Notes the set-up phases (and, through its ``progress``, the epochs) and times
+            them for the summary's ``setup``.
+        stop: Set by a signal: set-up stops at once (``stop.at_once``), training after the
+            round with a checkpoint (``RunStopped``).
+        resume_command: The command that continues a run found in ``run_dir`` (named when a
+            new run is refused there).
 
     Raises:
         ConfigError: if a TLS file is missing, unparsable, mismatched or expired (checked
@@ -167,13 +180,31 @@ def run_server(
         ProtocolError: if parties fail and do not recover, naming them.
     """
     tls = server_tls(deployment.tls)
-    run = _run_directory(run_dir, resume, config, source)
+    run = check_run_directory(run_dir, resume, resume_command, config=config, source=source)
     run.clear_failure()
+    phases = phases or SetupPhases()
     try:
-        return _serve(config, deployment, run, tls, resume=resume, port_file=port_file)
+        return _serve(
+            config,
+            deployment,
+            run,
+            tls,
+            resume=resume,
+            port_file=port_file,
+            phases=phases,
+            stop=stop,
+        )
     except BaseException as error:
-        run.record_failure(error, str(error) or type(error).__name__)
+        run.record_failure(error, stopped_message(error, phases.doing))
         raise
+
+
+def stopped_message(error: BaseException, doing: str) -> str:
+    """What ``error.txt`` says about a server that ended with ``error`` while ``doing``."""
+    if isinstance(error, KeyboardInterrupt):
+        reason = getattr(error, "reason", "") or "an interruption"
+        return f"stopped by {reason} while {doing}"
+    return str(error) or type(error).__name__
 
 
 def _serve(
@@ -184,6 +215,8 @@ def _serve(
     *,
     resume: bool,
     port_file: Path | None,
+    phases: SetupPhases,
+    stop: StopRequest | None,
 ) -> dict[str, Any]:
     """Load the labels, listen, align, train and summarize (``run_server``'s work)."""
     use_threads(config.train.threads)
@@ -193,9 +226,10 @@ def _serve(
     try:
         if port_file is not None:
             port_file.write_text(f"{transport.port}\n")
-        transport.wait_for_parties(deployment.connect_timeout_s)
-        session = _prepare(config, deployment, labels, transport, run, resume)
-        _fit(session, config, deployment, run, resume)
+        phases.listening(transport.port, transport.party_ids)
+        phases.await_parties(transport, deployment.connect_timeout_s)
+        session = _prepare(config, deployment, labels, transport, run, resume, phases)
+        _fit(session, config, deployment, run, resume, stop, phases.progress)
         if config.output.bundle:
             export_deployed(
                 session.trainer,
@@ -207,7 +241,10 @@ def _serve(
             )
         session.trainer.close()  # tells the parties the run is over
         finished = True
-        return finish_summary(config, session, run, deployed=True)
+        summary = finish_summary(config, session, run, deployed=True)
+        summary["setup"] = phases.summary()
+        run.write_json(SUMMARY, summary)
+        return summary
     finally:
         run.write_text(WIRE, json.dumps(transport.wire.snapshot(), indent=2) + "\n")
         if not finished:  # parties keep waiting for a resumed server (or their give_up_s)
@@ -254,9 +291,10 @@ def _prepare(
     transport: GrpcTransport,
     run: RunDirectory,
     resume: bool,
+    phases: SetupPhases,
 ) -> Session[RemoteParties]:
     """Align (or reload the alignment), record the configs, set the parties up."""
-    alignment = _alignment(run, transport, labels, resume)
+    alignment = _alignment(run, transport, labels, resume, phases)
     run.write_text(CONFIG, to_toml(config))
     run.write_text(DEPLOYMENT, to_toml(deployment))
     coordinator = Coordinator(
@@ -269,33 +307,24 @@ def _prepare(
     )
     if not resume:  # modules may draw from the global RNG (dropout): make runs repeatable
         torch.manual_seed(derive_seed(config.train.seed, "torch-global"))
-    return _build(config, labels, alignment, coordinator, run, resume)
-
-
-def _run_directory(
-    run_dir: Path, resume: bool, config: RunConfig, source: str = ""
-) -> RunDirectory:
-    """The run's folder, checked before anything is written.
-
-    A new run's must be missing or empty (nothing a user made is replaced); a resumed one must
-    hold a deployed run whose checkpoint ``config`` may continue (as ``vfl run --resume``: only
-    ``RESUMABLE_KEYS`` may differ).
-    """
-    if resume and not (run_dir / ALIGNMENT).exists():
-        raise ConfigError(f"{str(run_dir)!r} holds no deployed run to resume")
-    if resume:
-        return resumable(config, run_dir, source)[0]
-    check_new(run_dir, allow=(LOGS,))
-    return RunDirectory(run_dir)
+    return _build(config, labels, alignment, coordinator, run, resume, phases)
 
 
 def _alignment(
-    run: RunDirectory, transport: GrpcTransport, labels: LabelTables, resume: bool
+    run: RunDirectory,
+    transport: GrpcTransport,
+    labels: LabelTables,
+    resume: bool,
+    phases: SetupPhases,
 ) -> Alignment:
     path = run.file(ALIGNMENT)
     if resume:
+        phases.psi_reloaded()
         return Alignment.load(path)
-    alignment = align(transport, {split: table.ids for split, table in labels.splits.items()})
+    ids = {split: table.ids for split, table in labels.splits.items()}
+    phases.psi_begins(ids, len(transport.party_ids))
+    alignment = align(transport, ids)
+    phases.psi_ends(alignment, ids)
     alignment.save(path)
     return alignment
 
@@ -307,8 +336,10 @@ def _build(
     coordinator: Coordinator,
     run: RunDirectory,
     resume: bool,
+    phases: SetupPhases,
 ) -> Session[RemoteParties]:
     restore_round = int(run.load_checkpoint()["session"]["trainer"]["rounds"]) if resume else -1
+    phases.parties_begin(restore_round)
     replies = coordinator.setup(restore_round)
     aligned = labels.aligned(alignment.rows)
     for party, reply in replies.items():
@@ -330,6 +361,7 @@ def _build(
     parties = RemoteParties(coordinator)
     parties.restored_round = restore_round if resume else None
     session = Session(build_loop(blueprint, server, coordinator.transport), parties)
+    phases.parties_ready(config.train.epochs, len(session.trainer.sampler))
     if not resume and config.train.checkpoint:
         run.save_checkpoint(
             {
@@ -349,10 +381,14 @@ def _fit(
     deployment: DeploymentConfig,
     run: RunDirectory,
     resume: bool,
+    stop: StopRequest | None,
+    progress: Progress,
 ) -> None:
     recoveries = 0
     while True:
         has_epoch_zero = any(int(r["epoch"]) == 0 for r in run.read_metrics(torn_tail=True))
+        if stop is not None:
+            stop.at_once = False  # a signal now stops after the round, with a checkpoint
         try:
             fit_as_configured(
                 session,
@@ -360,6 +396,8 @@ def _fit(
                 run,
                 resume=resume,
                 eval_at_start=config.train.eval_at_start and not has_epoch_zero,
+                stop=stop,
+                progress=progress,
             )
             return
         except ProtocolError as error:
@@ -380,6 +418,8 @@ def _fit(
                 recoveries,
                 deployment.max_recoveries,
             )
+            if stop is not None:
+                stop.at_once = True  # no round to finish while waiting
             _await_parties(session.parties.coordinator.transport, deployment, run)
             resume = True
 

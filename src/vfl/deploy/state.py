@@ -115,12 +115,7 @@ class PartyState:
 
     def checkpoint_rounds(self) -> list[int]:
         """Rounds of the saved checkpoints, ascending."""
-        rounds = []
-        for path in self.directory.glob("checkpoint-*.pt"):
-            match = _CHECKPOINT.fullmatch(path.name)
-            if match:
-                rounds.append(int(match.group(1)))
-        return sorted(rounds)
+        return checkpoint_rounds(self.directory)
 
     def _alignment_path(self, alignment_id: str) -> Path:
         if not alignment_id.isalnum():
@@ -165,3 +160,13 @@ def check_party_unchanged(state: PartyState, settings: str, source: str) -> None
             f" trained with in {', '.join(changed)}; these cannot change on resume: undo the"
             " change, or start a new run with another state_dir"
         )
+
+
+def checkpoint_rounds(directory: Path) -> list[int]:
+    """Rounds of the checkpoints saved in the state directory ``directory``, ascending."""
+    rounds = []
+    for path in directory.glob("checkpoint-*.pt"):
+        match = _CHECKPOINT.fullmatch(path.name)
+        if match:
+            rounds.append(int(match.group(1)))
+    return sorted(rounds)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import io
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,8 +15,11 @@ from vfl.errors import ConfigError
 
 if TYPE_CHECKING:
     from vfl.experiments.ray_executor import RayOptions
+    from vfl.experiments.sweep import SweepStopped
 
 Subparsers = argparse._SubParsersAction  # argparse exposes no public name for this type
+SOME_FAILED = 4
+"""``vfl sweep``'s exit status when a run failed (the others ran; docs/troubleshooting.md)."""
 EXECUTORS = ("local", "ray")
 RAY_ONLY = ("address", "cpus_per_run", "gpus_per_run", "connect_timeout_s")
 MAX_GPUS = 64
@@ -63,6 +68,20 @@ def register(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         metavar="S",
         help="with --executor ray --address: how long the cluster may take to answer (default 30)",
     )
+    sweep.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a run config value in every run, after the file's (repeatable)",
+    )
+    sweep.add_argument(
+        "--quiet", action="store_true", help="no line per run and no bar: print one final line"
+    )
+    sweep.add_argument(
+        "--json", action="store_true", help="print what ran and how it ended as JSON on stdout"
+    )
     sweep.set_defaults(handler=_sweep)
 
     plot = subparsers.add_parser("plot", help="redraw plots (and a sweep's tables) from results")
@@ -73,23 +92,49 @@ def register(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from vfl.experiments.spec import read_sweep
-    from vfl.experiments.sweep import run_sweep  # deferred: matplotlib and numpy load slowly
+    from vfl.experiments.spec import read_sweep, with_command_line
+    from vfl.experiments.sweep import SweepStopped, run_sweep  # deferred: matplotlib, numpy
+    from vfl.run.signals import exit_status
 
     check_argument("--workers", args.workers, Range(ge=1, le=MAX_THREADS))
     check_argument("--cpus-per-run", args.cpus_per_run, Range(gt=0, le=MAX_THREADS))
     check_argument("--gpus-per-run", args.gpus_per_run, Range(ge=0, le=MAX_GPUS))
     check_argument("--connect-timeout-s", args.connect_timeout_s, Range(gt=0, le=MAX_WAIT_S))
     ray = _ray_options(args)
-    spec = read_sweep(args.sweep)
+    spec = with_command_line(read_sweep(args.sweep), args.overrides)
+    log = io.StringIO() if args.quiet else sys.stderr
     try:
-        result = run_sweep(spec, workers=args.workers, dry_run=args.dry_run, ray=ray)
-    except KeyboardInterrupt:
-        print(f"vfl: interrupted; run `vfl sweep {args.sweep}` again to resume", file=sys.stderr)
-        return 130
+        result = run_sweep(
+            spec, workers=args.workers, dry_run=args.dry_run, ray=ray, log=log, bar=True
+        )
+    except SweepStopped as stopped:
+        print(f"vfl: {_stopped(stopped, args.sweep)}", file=sys.stderr)
+        return exit_status(stopped)
+    except KeyboardInterrupt as stopped:  # on Ray: the running tasks were cancelled
+        print(f"vfl: interrupted; continue with `vfl sweep {args.sweep}`", file=sys.stderr)
+        return exit_status(stopped)
     for outcome in result.failed:
         print(f"vfl: run {outcome.name} failed: {outcome.error}", file=sys.stderr)
-    return 1 if result.failed else 0
+    if args.dry_run:
+        return 0
+    print(json.dumps(result.summary(), indent=2) if args.json else result.line())
+    return SOME_FAILED if result.failed else 0
+
+
+def _stopped(stopped: SweepStopped, sweep: Path) -> str:
+    """What a stopped sweep kept, and the command that goes on."""
+    result = stopped.result
+    finished = sum(o.ok for o in result.outcomes) + sum(
+        not a.trains for a in result.actions.values()
+    )
+    kept = (
+        f"; {len(result.stopped)} stopped after a round with a checkpoint" if result.stopped else ""
+    )
+    return (
+        f"stopped by {stopped.reason}: {finished} of {len(result.actions)} runs finished"
+        f" (in {result.folder}){kept}; continue with `vfl sweep {sweep}`"
+        " (it skips finished runs and resumes the others)"
+    )
 
 
 def _ray_options(args: argparse.Namespace) -> RayOptions | None:

@@ -102,8 +102,8 @@ def plan(spec: SweepSpec) -> tuple[PlannedRun, ...]:
     if everywhere:
         key = sorted(everywhere)[0]
         raise ConfigError(
-            f"{key} (set in {spec.base.name} or the sweep's [set]) applies to no setting of the"
-            " sweep; remove it"
+            f"{key} (set in {spec.base.name}, the sweep's [set] or --set) applies to no setting"
+            " of the sweep; remove it"
         )
     return tuple(runs)
 
@@ -114,7 +114,7 @@ def _run_name(setting: Setting, seed: int) -> str:
 
 def _resolved(spec: SweepSpec, setting: Setting, seed: int) -> tuple[RunConfig, list[str]]:
     """One run's config, and the keys left at their defaults because they do not apply."""
-    overrides = [*spec.overrides, *setting.overrides, (SEED_KEY, seed)]
+    overrides = [*spec.overrides, *setting.overrides, *spec.command_line, (SEED_KEY, seed)]
     overrides += [("output.dir", str(spec.folder)), ("output.name", _run_name(setting, seed))]
     overrides += [("output.progress", False)]
     try:

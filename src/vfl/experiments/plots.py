@@ -2,10 +2,19 @@
 
 Figures are drawn on matplotlib's Agg canvas directly (no pyplot, no global backend switch), so
 plotting works without a display and leaves the caller's matplotlib state alone.
+
+What the figures are for is comparing trained settings, so:
+
+- the y range comes from the trained evaluations (epoch > 0, with their ±1 std bands); the
+  untrained model (epoch 0) is still drawn, and when it lies outside that range a note on the
+  axes says where (its line leaves the axes towards it);
+- axis labels are wrapped to fit the figure, never cut;
+- a logarithmic axis labels 1, 2 and 5 of every decade in plain numbers.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -15,7 +24,7 @@ from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from vfl.experiments.aggregate import Curve
 
@@ -26,7 +35,7 @@ METRIC_NAMES = {
     "test_loss": "test loss (cross-entropy, nats)",
     "test_f1": "test F1 (positive class)",
     "test_auc": "test ROC-AUC",
-    "train_loss": "training loss (cross-entropy, nats; running mean over the epoch)",
+    "train_loss": "training loss (cross-entropy, nats; mean over the epoch)",
 }
 X_NAMES = {
     "epoch": "epoch",
@@ -37,6 +46,10 @@ X_NAMES = {
 LINE_STYLES = ("-", "--", ":", "-.")
 INSIDE_LEGEND_MAX = 6
 """Legends with more entries go outside the axes, to the right."""
+Y_LABEL_WIDTH = 36
+"""Characters per line of a y label: a 4.5-inch figure holds about 40 at its font size."""
+MARGIN = 0.05
+"""Space above and below the trained points, as a share of their range."""
 
 
 def plot_curves(
@@ -62,6 +75,16 @@ def plot_curves(
     Returns:
         ``path``.
     """
+    figure = draw_curves(curves, x=x, metric=metric, title=title, log_x=log_x)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    return path
+
+
+def draw_curves(
+    curves: Sequence[Curve], *, x: XAxis, metric: str, title: str, log_x: bool = False
+) -> Figure:
+    """The figure ``plot_curves`` saves (its arguments but the path)."""
     outside = len(curves) > INSIDE_LEGEND_MAX
     figure = Figure(figsize=(10.5 if outside else 7.5, 4.5), layout="constrained")
     FigureCanvasAgg(figure)
@@ -69,12 +92,7 @@ def plot_curves(
     colours = colormaps["tab10"]
     drawn = 0
     for index, curve in enumerate(curves):
-        xs = {
-            "epoch": curve.epochs,
-            "round": curve.rounds,
-            "megabytes": curve.megabytes,
-            "gflops": curve.gflops,
-        }[x]
+        xs = _xs(curve, x)
         keep = np.isfinite(xs) & np.isfinite(curve.mean) & ((xs > 0) if log_x else True)
         if keep.any():
             # after ten colours, the next ten settings repeat them with another line style
@@ -84,18 +102,18 @@ def plot_curves(
     if drawn == 0:
         axes.text(0.5, 0.5, "no finished run recorded this metric", ha="center")
     if log_x:
-        axes.set_xscale("log")
+        _log_axis(axes)
     if x == "epoch":
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if drawn:
+        _scale_to_trained(axes, curves, log_x=log_x, x=x)
     axes.set_xlabel(X_NAMES[x])
-    axes.set_ylabel(METRIC_NAMES.get(metric, metric))
+    axes.set_ylabel("\n".join(textwrap.wrap(METRIC_NAMES.get(metric, metric), Y_LABEL_WIDTH)))
     axes.set_title(title)
     axes.grid(True, alpha=0.3)
     if drawn:
         _legend(axes, outside)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    return path
+    return figure
 
 
 def _draw(
@@ -109,6 +127,63 @@ def _draw(
     if curve.num_runs > 1:
         low, high = curve.mean - curve.std, curve.mean + curve.std
         axes.fill_between(xs[keep], low[keep], high[keep], color=colour, alpha=0.2, linewidth=0)
+
+
+def _log_axis(axes: Axes) -> None:
+    """A log x axis with 1, 2 and 5 of each decade labelled as plain numbers (0.5, 20, 500)."""
+    axes.set_xscale("log")
+    axes.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axes.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _scale_to_trained(axes: Axes, curves: Sequence[Curve], *, log_x: bool, x: XAxis) -> None:
+    """Set the y range from the trained points; note where untrained points outside it are."""
+    trained: list[np.ndarray] = []
+    untrained: list[np.ndarray] = []
+    for curve in curves:
+        xs = _xs(curve, x)
+        shown = np.isfinite(xs) & np.isfinite(curve.mean) & ((xs > 0) if log_x else True)
+        late = shown & (curve.epochs > 0)
+        std = curve.std if curve.num_runs > 1 else np.zeros_like(curve.mean)
+        trained += [curve.mean[late] - std[late], curve.mean[late] + std[late]]
+        untrained.append(curve.mean[shown & (curve.epochs <= 0)])
+    values = np.concatenate(trained)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return
+    low, high = float(values.min()), float(values.max())
+    pad = MARGIN * (high - low) if high > low else max(abs(high) * 0.01, 0.01)
+    axes.set_ylim(low - pad, high + pad)
+    early = np.concatenate(untrained)
+    outside = early[(early < low - pad) | (early > high + pad)]
+    if len(outside):
+        below = bool(outside.mean() < low)
+        where = "below" if below else "above"
+        span = (
+            f"{outside.min():.3g}"
+            if len(set(outside.round(3))) == 1
+            else (f"{outside.min():.3g} to {outside.max():.3g}")
+        )
+        axes.text(  # at the right, away from the lines that leave the axes at epoch 0
+            0.99,
+            0.02 if below else 0.98,
+            f"{'↓' if below else '↑'} epoch 0 (untrained): {span}, {where} the axis",
+            transform=axes.transAxes,
+            ha="right",
+            va="bottom" if below else "top",
+            fontsize="small",
+            color="0.35",
+        )
+
+
+def _xs(curve: Curve, x: XAxis) -> np.ndarray:
+    return {
+        "epoch": curve.epochs,
+        "round": curve.rounds,
+        "megabytes": curve.megabytes,
+        "gflops": curve.gflops,
+    }[x]
 
 
 def _legend(axes: Axes, outside: bool) -> None:

@@ -15,15 +15,16 @@ by resolving every run's config before anything runs.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 from vfl.config import TARGET_METRICS, TargetConfig
 from vfl.config.fields import Distinct, Each, NonEmpty, OneOf, Range, Satisfies
-from vfl.config.io import from_mapping, read_toml
+from vfl.config.io import from_mapping, parse_overrides, read_toml
 from vfl.config.section import Section
 from vfl.errors import ConfigError
 
@@ -109,6 +110,8 @@ class SweepSpec:
         cases: The ``[[case]]`` entries: settings outside the grid.
         target: The target of the cost-to-target columns, or ``None``.
         report: The ``[report]`` table.
+        command_line: ``vfl sweep --set`` overrides, applied to every run after its
+            setting's (to shorten a sweep, say); ``with_command_line`` adds them.
     """
 
     path: Path
@@ -122,6 +125,7 @@ class SweepSpec:
     cases: tuple[Case, ...]
     target: TargetConfig | None
     report: ReportConfig
+    command_line: Overrides = ()
 
     @property
     def folder(self) -> Path:
@@ -241,3 +245,14 @@ def _table(value: Any, key: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ConfigError(f"{key} must be a table of dotted config keys, got {value!r}")
     return value
+
+
+def with_command_line(spec: SweepSpec, overrides: Sequence[str]) -> SweepSpec:
+    """``spec`` with ``vfl sweep --set KEY=VALUE`` overrides for every run.
+
+    Raises:
+        ConfigError: if an override does not look like ``section.key=value`` or sets
+            ``train.seed`` (the ``seeds`` list owns it).
+    """
+    parsed = flatten(parse_overrides(overrides), "--set")
+    return dataclasses.replace(spec, command_line=spec.command_line + parsed)

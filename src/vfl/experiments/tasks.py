@@ -15,6 +15,7 @@ from pathlib import Path
 
 from vfl.config import RunConfig
 from vfl.experiments.files import ERROR
+from vfl.run.signals import RunStopped, stop_on_signals
 
 
 @dataclass(frozen=True)
@@ -31,13 +32,18 @@ class RunTask:
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """How one run ended: ``ok``, its wall time, its final metrics, or the error."""
+    """How one run ended: ``ok``, its wall time, its final metrics, or the error.
+
+    ``stopped``: a signal stopped it after a round, with a checkpoint a later sweep resumes
+    from (not ``ok``, and not a failure either).
+    """
 
     name: str
     ok: bool
     seconds: float
     final: dict[str, float] = field(default_factory=dict)
     error: str = ""
+    stopped: bool = False
 
 
 def run_task(task: RunTask) -> RunOutcome:
@@ -47,11 +53,18 @@ def run_task(task: RunTask) -> RunOutcome:
         import torch
 
         from vfl.attacks import runner  # deferred: the parent needs no torch to plan or report
+        from vfl.run.progress import Progress
 
         if task.threads:
             torch.set_num_threads(task.threads)
-        with torch.random.fork_rng(devices=[]):  # runs sharing a worker see no draws of others
-            summary = runner.train(task.config, task.run_dir, resume=task.resume)
+        with torch.random.fork_rng(devices=[]), stop_on_signals() as stop:
+            # The sweep reports each run as it ends; its workers' epochs would interleave.
+            summary = runner.train(
+                task.config, task.run_dir, resume=task.resume, stop=stop, progress=Progress()
+            )
+    except RunStopped as stopped:  # Ctrl-C, or the sweep passing on its SIGTERM
+        seconds = time.perf_counter() - started
+        return RunOutcome(task.name, ok=False, seconds=seconds, error=str(stopped), stopped=True)
     except Exception as error:  # one bad run must not stop the sweep
         return record_failure(task, error, traceback.format_exc(), time.perf_counter() - started)
     final = {k: v for k, v in summary["final"].items() if isinstance(v, int | float)}

@@ -284,10 +284,11 @@ def keep_copy(path: Path, why: str) -> Path:
     return copy
 
 
-def check_new(path: Path, *, allow: Collection[str] = ()) -> None:
+def check_new(path: Path, *, allow: Collection[str] = (), resume: str = "") -> None:
     """Refuse to start a new run in ``path`` unless it is missing or an empty folder.
 
-    ``allow`` names entries a new run may find there (``vfl launch``'s ``logs`` folder).
+    ``allow`` names entries a new run may find there (``vfl launch``'s ``logs`` folder);
+    ``resume`` is the command that continues a run found there (default: ``vfl run --resume``).
 
     Raises:
         ConfigError: naming what is in the way and what to do instead.
@@ -302,7 +303,7 @@ def check_new(path: Path, *, allow: Collection[str] = ()) -> None:
     if CHECKPOINT in present:
         raise ConfigError(
             f"run directory {str(path)!r} already holds a run; continue it with"
-            f" `vfl run --resume {path}` or choose another --run-dir"
+            f" `{resume or f'vfl run --resume {path}'}` or choose another --run-dir"
         )
     if any(name in present for name in RUN_FILES):
         raise ConfigError(

@@ -20,7 +20,7 @@ from vfl.run.fit import EpochLimit
 
 
 @dataclass(frozen=True)
-class Progress:
+class Checkpointed:
     """Where a checkpoint left a run: epochs done and rounds into the next one.
 
     Attributes:
@@ -84,7 +84,7 @@ def check_planned(config: RunConfig, trainer: Trainer) -> EpochLimit | None:
     )
 
 
-def check_resumable(config: RunConfig, trainer: Trainer, progress: Progress) -> EpochLimit | None:
+def check_resumable(config: RunConfig, trainer: Trainer, done: Checkpointed) -> EpochLimit | None:
     """The budget of a resumed or extended run, once it is shown to fit at least one more round.
 
     Raises:
@@ -96,7 +96,7 @@ def check_resumable(config: RunConfig, trainer: Trainer, progress: Progress) -> 
     if limit is None:
         return None
     budget = config.privacy.max_epsilon
-    started = progress.started
+    started = done.started
     over = [
         name for name, spending in budgets(trainer).items() if spending.epsilon(started) > budget
     ]
@@ -106,7 +106,7 @@ def check_resumable(config: RunConfig, trainer: Trainer, progress: Progress) -> 
             f"privacy.max_epsilon: the run has already spent {spent} in {started} epochs, over"
             f" the budget of {budget:g}; it cannot go on within it (nothing was changed)"
         )
-    if progress.position == 0 and config.train.epochs > progress.epochs >= limit.epochs:
+    if done.position == 0 and config.train.epochs > done.epochs >= limit.epochs:
         raise ConfigError(
             f"privacy.max_epsilon: the run has spent {spent} in {started} epochs, and epoch"
             f" {started + 1} would spend {_spent(config, trainer, started + 1, delta=False)}, over"

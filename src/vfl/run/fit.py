@@ -7,14 +7,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from tqdm import tqdm
 
-from vfl.errors import ConfigError, VflError
+from vfl.errors import ConfigError
 from vfl.protocol.base import Trainer
 from vfl.results.files import LEDGER, SUMMARY, RunDirectory
 from vfl.results.summary import Target, summarize
-from vfl.run.progress import RoundBar, describe
+from vfl.run.console import describe, describe_untrained
+from vfl.run.progress import Progress, Terminal
 from vfl.run.session import PartyGroup, Session
+from vfl.run.signals import RunStopped as RunStopped  # its home before run/signals.py
 from vfl.run.signals import StopRequest
 from vfl.wire import SPLIT_TEST
 
@@ -69,20 +70,6 @@ class Checkpoints:
     config: str = ""
 
 
-class RunStopped(VflError):
-    """Training stopped early on request (a signal), after writing a checkpoint if it could.
-
-    Attributes:
-        rounds: Rounds completed.
-        checkpointed: Whether the run directory's checkpoint holds the run at ``rounds``.
-    """
-
-    def __init__(self, message: str, *, rounds: int, checkpointed: bool) -> None:
-        super().__init__(message)
-        self.rounds = rounds
-        self.checkpointed = checkpointed
-
-
 class _TargetReached(Exception):
     """Raised from inside an epoch to stop training at the target."""
 
@@ -92,7 +79,7 @@ def fit(
     *,
     epochs: int,
     run: RunDirectory | None = None,
-    progress: bool = True,
+    progress: bool | Progress = True,
     checkpoint: bool = True,
     resume: bool = False,
     eval_at_start: bool = True,
@@ -115,6 +102,8 @@ def fit(
     ``target`` adds rounds, bytes and time to reach a metric value to the summary, and with
     ``stop_at_target`` training ends at the first evaluation that meets it.
     Once ``stop`` is requested, training ends after the current round with a checkpoint.
+    ``progress`` shows the work: ``True`` a bar of each epoch's rounds (on a terminal) and a
+    line per epoch on standard error, ``False`` nothing, or a ``Progress`` of the caller's.
     With a ``budget``, no epoch beyond ``budget.epochs`` starts (a resumed or extended run stops
     there, and its summary says so). A session's probe adds its metrics to each epoch's record.
 
@@ -128,6 +117,8 @@ def fit(
         raise ConfigError("stopping at the target needs a target (target.metric)")
     schedule = Schedule(epochs, eval_at_start, eval_every, target, stop_at_target, budget)
     checkpoints = Checkpoints(checkpoint and run is not None, checkpoint_every, config)
+    if not isinstance(progress, Progress):
+        progress = Terminal(bar=progress, lines=progress)
     return _Fit(session, schedule, run, progress, checkpoints, stop).run(resume)
 
 
@@ -137,7 +128,7 @@ class _Fit:
         session: Session[PartyGroup],
         schedule: Schedule,
         run: RunDirectory | None,
-        progress: bool,
+        progress: Progress,
         checkpoints: Checkpoints,
         stop: StopRequest | None,
     ) -> None:
@@ -152,6 +143,7 @@ class _Fit:
         self.earlier = 0.0  # wall time of the run before a resume
         self.started = time.perf_counter()
         self.epoch_started = self.started
+        self.epoch_wall_started = 0.0  # ``elapsed`` when the current epoch started
         self.eval_seconds = 0.0
         self.position = 0  # rounds done in the current epoch
         self.loss_sum = 0.0  # their training losses, summed in order
@@ -169,7 +161,9 @@ class _Fit:
         self.trainer.setup()
         try:
             if self.schedule.eval_at_start and start_epoch == 0 and self.position == 0:
+                started = self.elapsed
                 self._evaluate(None, train_time=0.0)
+                self.progress.note(describe_untrained(self.records[-1], self.elapsed - started))
             for epoch in range(start_epoch, self.schedule.epochs):
                 self._stop_if_requested(epoch)
                 if self._over_budget(epoch):
@@ -191,6 +185,10 @@ class _Fit:
         if budget is None or epoch + 1 <= budget.epochs:
             return False
         self.stopped_by_budget = True
+        self.progress.note(
+            f"stopped at the privacy budget after {budget.epochs} of {self.schedule.epochs}"
+            f" planned epochs ({budget.note})"
+        )
         return True
 
     def _summarize_extras(self, summary: dict[str, Any]) -> None:
@@ -230,20 +228,21 @@ class _Fit:
         start, total = self.position, len(self.trainer.sampler)
         if start == 0:
             self.epoch_started = time.perf_counter()
+        self.epoch_wall_started = self.elapsed
         self.eval_seconds = 0.0
-        with RoundBar(epoch, self.schedule.epochs, total, self.progress, start) as bar:
+        self.progress.epoch_begins(epoch, self.schedule.epochs, total, start)
 
-            def after_round(loss: float) -> None:
-                self.loss_sum += loss
-                self.position += 1
-                bar(loss)
-                every = self.schedule.eval_every
-                if every and self.trainer.rounds % every == 0 and self.position < total:
-                    self._evaluate(None, train_time=self._training_seconds())
-                if self.position < total:
-                    self._within_epoch(epoch)
+        def after_round(loss: float) -> None:
+            self.loss_sum += loss
+            self.position += 1
+            self.progress.round_ends(loss)
+            every = self.schedule.eval_every
+            if every and self.trainer.rounds % every == 0 and self.position < total:
+                self._evaluate(None, train_time=self._training_seconds())
+            if self.position < total:
+                self._within_epoch(epoch)
 
-            self.trainer.train_epoch(epoch, on_round=after_round, start=start)
+        self.trainer.train_epoch(epoch, on_round=after_round, start=start)
         train_loss = self.loss_sum / total
         self.position, self.loss_sum = 0, 0.0
         self._evaluate(train_loss, train_time=self._training_seconds())
@@ -263,15 +262,18 @@ class _Fit:
         rounds = self.trainer.rounds
         checkpointed = self.saved_at == rounds
         where = (
-            "the checkpoint holds it"
-            if checkpointed
-            else "no checkpoint holds it (train.checkpoint = false), so it cannot be resumed"
+            "no checkpoint holds it (train.checkpoint = false), so it cannot be resumed"
+            if not checkpointed
+            else f"saved its checkpoint and the metrics so far in {self.run_files.path}"
+            if self.run_files is not None
+            else "the checkpoint holds it"
         )
         raise RunStopped(
             f"stopped by {self.stop.reason} after round {rounds} (epoch {epoch + 1}, round"
             f" {self.position} of {len(self.trainer.sampler)}); {where}",
             rounds=rounds,
             checkpointed=checkpointed,
+            reason=self.stop.reason or "",
         )
 
     def _save(self, epochs_done: int) -> None:
@@ -303,8 +305,8 @@ class _Fit:
         self.eval_seconds += time.perf_counter() - started
         record = self._record(train_loss, metrics, train_time)
         self.records.append(record)
-        if self.progress and train_loss is not None:
-            tqdm.write(describe(record))
+        if train_loss is not None:
+            self.progress.epoch_ends(describe(record, self.elapsed - self.epoch_wall_started))
         if self.run_files is not None:
             self.run_files.append_metrics(record)
         target = self.schedule.target

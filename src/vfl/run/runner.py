@@ -41,7 +41,7 @@ from vfl.results.files import (
 from vfl.results.summary import Target
 from vfl.results.tensorboard import FOLDER as TENSORBOARD
 from vfl.results.tensorboard import TensorBoardSink
-from vfl.run.budget import Progress, check_planned, check_resumable
+from vfl.run.budget import Checkpointed, check_planned, check_resumable
 from vfl.run.bundles import BUNDLE, export_run
 from vfl.run.compose import Blueprint, build_session
 from vfl.run.data import prepare
@@ -49,6 +49,7 @@ from vfl.run.fit import EpochLimit, RunStopped, fit
 from vfl.run.folders import check_unchanged
 from vfl.run.folders import default_run_dir as default_run_dir  # its home before run/folders.py
 from vfl.run.probe import Probe
+from vfl.run.progress import Progress, Terminal
 from vfl.run.session import LocalParties, PartyGroup, Session
 from vfl.run.signals import StopRequest
 from vfl.run.stages import NoiseSource, noise_source, use_threads
@@ -70,12 +71,14 @@ def train(
     stop: StopRequest | None = None,
     probe: Probe | None = None,
     on_start: Callable[[], None] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Train as configured into ``run_dir`` (or continue it with ``resume``); returns the summary.
 
     ``stop``, once requested, ends training after the current round with a checkpoint.
     ``probe`` (an attack, ``vfl.attacks``) observes the roles it taps and adds its metrics.
     ``on_start`` is called once every check has passed, before the first file is written.
+    ``progress`` shows the work (default: ``fit_as_configured``'s).
 
     Raises:
         ConfigError: if ``run_dir`` is not missing or empty (without ``resume``), if the config
@@ -86,20 +89,20 @@ def train(
         RunStopped: if ``stop`` was requested.
     """
     if resume:
-        run_files, progress = resumable(config, run_dir)
-        composed = _compose(config, resume=progress, probe=probe)
+        run_files, done = resumable(config, run_dir)
+        composed = _compose(config, resume=done, probe=probe)
         if on_start is not None:
             on_start()
         with _failures_recorded(run_files):
             _keep_a_finished_summary(run_files, config)
-            return _train(config, composed, run_files, resume, stop)
+            return _train(config, composed, run_files, resume, stop, progress)
     check_new(run_dir)
     composed = _compose(config, resume=None, probe=probe)
     if on_start is not None:
         on_start()
     run_files = RunDirectory(run_dir)
     with _failures_recorded(run_files):
-        return _train(config, composed, run_files, resume, stop)
+        return _train(config, composed, run_files, resume, stop, progress)
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,7 @@ class _Composed:
 
 
 def _compose(
-    config: RunConfig, *, resume: Progress | None, probe: Probe | None = None
+    config: RunConfig, *, resume: Checkpointed | None, probe: Probe | None = None
 ) -> _Composed:
     """Load the data, check what needs it, and build the run (nothing is written).
 
@@ -145,13 +148,20 @@ def _train(
     run_files: RunDirectory,
     resume: bool,
     stop: StopRequest | None,
+    progress: Progress | None,
 ) -> dict[str, Any]:
     dataset, partition, session = composed.dataset, composed.partition, composed.session
     run_files.write_text(CONFIG, to_toml(config))
     run_files.write_text(PARTITION, partition.to_json())
     try:
         fit_as_configured(
-            session, config, run_files, resume=resume, stop=stop, budget=composed.budget
+            session,
+            config,
+            run_files,
+            resume=resume,
+            stop=stop,
+            budget=composed.budget,
+            progress=progress,
         )
     finally:
         session.trainer.close()
@@ -195,9 +205,12 @@ def _keep_a_finished_summary(run_files: RunDirectory, config: RunConfig) -> None
         keep_copy(path, "resumed")
 
 
-def failure_message(error: BaseException, run_dir: Path) -> str:
-    """What ``error.txt`` says about a run that ended with ``error``, and how to go on."""
-    resume = f"`vfl run --resume {run_dir}`"
+def failure_message(error: BaseException, run_dir: Path, command: str = "vfl run") -> str:
+    """What ``error.txt`` says about a run that ended with ``error``, and how to go on.
+
+    ``command`` continues it with ``--resume`` (``vfl run``; ``vfl attack`` works alike).
+    """
+    resume = f"`{command} --resume {run_dir}`"
     if isinstance(error, RunStopped):
         return f"{error}; continue with {resume}" if error.checkpointed else str(error)
     if isinstance(error, KeyboardInterrupt):
@@ -207,7 +220,9 @@ def failure_message(error: BaseException, run_dir: Path) -> str:
     return failure_line(error)
 
 
-def resumable(config: RunConfig, run_dir: Path, source: str = "") -> tuple[RunDirectory, Progress]:
+def resumable(
+    config: RunConfig, run_dir: Path, source: str = ""
+) -> tuple[RunDirectory, Checkpointed]:
     """The run folder to resume and where its checkpoint left it, once ``config`` may go on.
 
     Used by ``vfl run --resume`` and the deployed server's ``--resume`` alike; ``source``
@@ -232,7 +247,7 @@ def resumable(config: RunConfig, run_dir: Path, source: str = "") -> tuple[RunDi
             f" end after {config.train.epochs} epochs; resume with --set"
             f" train.epochs={max(done + (position > 0), 1)} or more"
         )
-    return run_files, Progress(done, position)
+    return run_files, Checkpointed(done, position)
 
 
 def fit_as_configured(
@@ -244,17 +259,22 @@ def fit_as_configured(
     eval_at_start: bool | None = None,
     stop: StopRequest | None = None,
     budget: EpochLimit | None = None,
+    progress: Progress | None = None,
 ) -> None:
-    """``fit`` with the config's epochs, evaluations, target, checkpoints and progress bar.
+    """``fit`` with the config's epochs, evaluations, target, checkpoints and progress.
 
     ``eval_at_start`` overrides ``train.eval_at_start`` (a resumed deployment that already
     recorded epoch 0 must not record it again). Every checkpoint keeps the resolved config.
     With ``output.tensorboard``, every record also goes to TensorBoard event files.
+    ``progress`` defaults to a line per epoch on standard error, and a bar of its rounds on a
+    terminal if ``output.progress``.
     """
+    if progress is None:
+        progress = Terminal(bar=config.output.progress)
     if config.output.tensorboard:
         run.sinks.append(TensorBoardSink(run.file(TENSORBOARD)))
     try:
-        _fit_configured(session, config, run, resume, eval_at_start, stop, budget)
+        _fit_configured(session, config, run, resume, eval_at_start, stop, budget, progress)
     finally:
         run.close_sinks()
 
@@ -267,12 +287,13 @@ def _fit_configured(
     eval_at_start: bool | None,
     stop: StopRequest | None,
     budget: EpochLimit | None,
+    progress: Progress,
 ) -> None:
     fit(
         session,
         epochs=config.train.epochs,
         run=run,
-        progress=config.output.progress,
+        progress=progress,
         checkpoint=config.train.checkpoint,
         checkpoint_every=config.train.checkpoint_every,
         config=to_toml(config),

@@ -1,0 +1,376 @@
+"""How each command of README.md and docs/ runs in a test (``doc_commands`` explains the model).
+
+Training is shortened here, never in the docs, by the arguments a step adds:
+
+- ``SHORT`` (``vfl run``, ``vfl attack``, ``vfl launch``): one epoch (``train.epochs=1``), and
+  for the MNIST-sized data sets 512 training and 256 test rows;
+- ``SHORT_SWEEP`` (``vfl sweep``): the same for every run of the sweep (``vfl sweep --set``).
+
+Every other difference from the doc is a ``replace`` of a placeholder: a port of this machine
+that is free (the docs use 50051, which tests running side by side would share), a scratch
+folder for ``/tmp/...``, the run folder a previous step made for a name the doc made up.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from tests.shipped.doc_commands import Session, Step
+
+SMALL = "--set data.max_train_samples=512 --set data.max_test_samples=256"
+SHORT = f"--set train.epochs=1 {SMALL}"
+SHORT_SWEEP = SHORT
+ADULT_SHORT = "--set train.epochs=1 --set data.max_train_samples=2000"
+PORT = (("localhost:50051", "localhost:{port}"),)
+R = "README.md"
+ATTACKS, DEPLOY, EXPERIMENTS = "docs/attacks.md", "docs/deployment.md", "docs/experiments.md"
+PREDICT, CVFL = "docs/predict.md", "docs/reproductions/cvfl.md"
+FEDBCD, LVFL, PBM = (f"docs/reproductions/{n}.md" for n in ("fedbcd", "lvfl", "pbm"))
+ATTACK_DOC_BUDGET = (
+    "vfl: error: privacy.max_epsilon: 4 epochs would spend label_epsilon 11.61 at delta 1e-05,"
+    " over the budget of 8; at most 2 epochs fit (--set train.epochs=2)"
+)
+NOT_RUN = {
+    (R, "make test"): "it is the test suite that runs these tests",
+    (ATTACKS, "sh experiments/attacks/run_all.sh"): (
+        "it runs the three committed attack sweeps one after another (105 runs, hours on one"
+        " core); its sweep files resolve in test_configs, and its last two commands"
+        " (quadrants.py, report.py) run in the attack sessions"
+    ),
+    (EXPERIMENTS, "ray get-auth-token --generate"): (
+        "it writes the user's ~/.ray/auth_token; a Ray cluster needs several machines"
+        " (tests/experiments/test_ray_sweep.py runs a sweep on a local Ray instance)"
+    ),
+    (EXPERIMENTS, "RAY_AUTH_MODE=token ray start --head --port=6379"): "as above: a cluster",
+    (EXPERIMENTS, "RAY_AUTH_MODE=token ray start --address=HEAD_IP:6379"): "as above: a cluster",
+    (
+        EXPERIMENTS,
+        "RAY_AUTH_MODE=token vfl sweep experiments/examples/adult_lr_sweep.toml --executor ray"
+        " --address HEAD_IP:6379",
+    ): "as above: a cluster (HEAD_IP is a machine's address)",
+}
+"""Doc commands no test runs here, each with the reason."""
+
+
+def _new_rows(root: Path, values: dict[str, str]) -> None:
+    """``NEW.csv`` of docs/predict.md ("your table"): 200 raw Adult rows, every column."""
+    from vfl.data.adult import read_adult_file
+    from vfl.data.fetch import data_dir
+
+    rows = read_adult_file(data_dir() / "adult" / "adult.test").head(200)
+    pd.DataFrame(rows).to_csv(root / "NEW.csv", index=False)
+
+
+def _free_port_in_deploy_example(root: Path, values: dict[str, str]) -> None:
+    """The copied example deployment listens and dials on a free port instead of 50051."""
+    for path in (root / "examples" / "deploy").glob("*.toml"):
+        text = path.read_text().replace("50051", values["port"])
+        path.write_text(text)
+
+
+FAST = (
+    Session(
+        "readme-commands",
+        (
+            Step(R, ".venv/bin/vfl --version", shown=("vfl 0.1.0",)),
+            Step(R, ".venv/bin/vfl data list", expect=("adult",)),
+            Step(R, ".venv/bin/vfl data fetch adult", expect=("adult: ",)),
+        ),
+    ),
+    Session(
+        "deployment-certs-across-hosts",
+        (
+            Step(
+                DEPLOY,
+                "vfl certs --out certs --parties 1 2 3 --server-name vfl.bank.example"
+                " --server-name 203.0.113.7",
+                files=("certs/ca.pem", "certs/server.pem", "certs/party-3.token"),
+                expect=("[[deployment.parties]]",),
+            ),
+        ),
+    ),
+    Session(
+        "reproduction-tables",
+        (
+            Step(CVFL, ".venv/bin/python experiments/cvfl/table.py --doc"),
+            Step(CVFL, ".venv/bin/python experiments/cvfl/table.py --doc --check"),
+            Step(FEDBCD, ".venv/bin/python experiments/fedbcd/table.py --doc"),
+            Step(FEDBCD, ".venv/bin/python experiments/fedbcd/table.py --doc --check"),
+            Step(LVFL, ".venv/bin/python experiments/lvfl/table.py --doc"),
+            Step(LVFL, ".venv/bin/python experiments/lvfl/table.py --doc --check"),
+            Step(PBM, ".venv/bin/python experiments/pbm/table.py --doc"),
+            Step(PBM, ".venv/bin/python experiments/pbm/table.py --doc --check"),
+            Step(
+                PBM,
+                ".venv/bin/python experiments/pbm/table.py"
+                " experiments/pbm/results/pbm-fashion-mnist-quadrants",
+            ),
+            Step(ATTACKS, ".venv/bin/python experiments/attacks/report.py"),
+        ),
+    ),
+)
+
+SLOW = (
+    Session(
+        "make-demo",
+        (Step(R, "make demo", expect=('"test_accuracy":',), timeout=900),),
+        slow=True,
+    ),
+    Session(
+        "readme-train-resume-sweep-plot",
+        (
+            Step(
+                R,
+                ".venv/bin/vfl run examples/adult_3party.toml --set train.epochs=3"
+                " --set train.optimizer.lr=3e-3",
+                add=ADULT_SHORT,
+                expect=("final: test_loss",),
+                capture=r"results in (?P<run_dir>\S+)\)",
+            ),
+            Step(
+                R,
+                ".venv/bin/vfl run --resume runs/adult_3party-20261122-101500"
+                " --set train.epochs=20",
+                replace=(
+                    ("runs/adult_3party-20261122-101500", "{run_dir}"),
+                    ("train.epochs=20", "train.epochs=2"),
+                ),
+                expect=("final: test_loss",),
+            ),
+            Step(
+                R,
+                ".venv/bin/vfl sweep experiments/examples/adult_lr_sweep.toml",
+                add=ADULT_SHORT,
+                files=("runs/sweeps/adult-lr/table.md",),
+            ),
+            Step(
+                R,
+                ".venv/bin/vfl plot runs/sweeps/adult-lr --metric test_auc",
+                files=("runs/sweeps/adult-lr/test_auc_vs_mb.png",),
+            ),
+        ),
+        slow=True,
+    ),
+    Session(
+        "experiments-sweep-and-plots",
+        (
+            Step(
+                EXPERIMENTS,
+                ".venv/bin/vfl sweep experiments/examples/adult_lr_sweep.toml --dry-run",
+                expect=("sweep adult-lr: 8 runs",),
+            ),
+            Step(
+                EXPERIMENTS,
+                ".venv/bin/vfl sweep experiments/examples/adult_lr_sweep.toml",
+                add=ADULT_SHORT,
+                expect=("[8/8] ok",),
+            ),
+            Step(
+                EXPERIMENTS,
+                ".venv/bin/vfl plot runs/sweeps/adult-lr --metric test_auc --log-x",
+                files=("runs/sweeps/adult-lr/test_auc_vs_mb.png",),
+            ),
+            Step(
+                EXPERIMENTS,
+                ".venv/bin/vfl plot runs/sweeps/adult-lr/lr=0.001,batch_size=128__seed0",
+                files=(
+                    "runs/sweeps/adult-lr/lr=0.001,batch_size=128__seed0/test_accuracy_vs_epoch.png",
+                ),
+            ),
+        ),
+        slow=True,
+    ),
+    Session(
+        "attacks",
+        (
+            Step(
+                ATTACKS,
+                ".venv/bin/vfl attack experiments/attacks/binary_mnist.toml",
+                add=SHORT,
+                expect=("attack_direction_auc",),
+            ),
+            Step(
+                ATTACKS,
+                ".venv/bin/vfl attack experiments/attacks/quadrants.toml"
+                " --set privacy.mechanism=pbm --set privacy.secure_aggregation=off"
+                " --set privacy.trials=64",
+                add=f"{SHORT} --set attack.feature_reconstruction.epochs=2",
+                expect=("attack_mse",),
+            ),
+            Step(
+                ATTACKS,
+                ".venv/bin/vfl attack experiments/attacks/binary_mnist.toml"
+                ' --set attack.name=model_completion --set "data.positive_classes=[]"',
+                add=SHORT,
+                expect=("attack_accuracy",),
+            ),
+            Step(
+                ATTACKS,
+                ".venv/bin/vfl run experiments/attacks/binary_mnist.toml --set attack.name=none"
+                " --set privacy.gradient_noise.noise_multiplier=2 --set privacy.max_epsilon=8"
+                " --run-dir runs/budget",
+                status=2,
+                shown=(ATTACK_DOC_BUDGET,),
+            ),
+            Step(
+                ATTACKS,
+                ".venv/bin/vfl run experiments/attacks/binary_mnist.toml --set attack.name=none"
+                " --set privacy.gradient_noise.noise_multiplier=2 --set privacy.max_epsilon=8"
+                " --run-dir runs/budget --set train.epochs=2",
+                add=SMALL,
+                files=("runs/budget/summary.json",),
+            ),
+            Step(
+                ATTACKS,
+                ".venv/bin/vfl run --resume runs/budget --set train.epochs=4",
+                shown=("stopped at the privacy budget after 2 of 4 planned epochs",),
+                expect=("final: test_loss",),
+                file_shows=(
+                    (
+                        "runs/budget/summary.json",
+                        "stopped at the privacy budget after 2 of 4 planned epochs",
+                    ),
+                ),
+            ),
+            Step(ATTACKS, ".venv/bin/python experiments/attacks/quadrants.py", timeout=1200),
+        ),
+        slow=True,
+    ),
+    Session(
+        "deployment-quick-start",
+        (
+            Step(
+                DEPLOY,
+                ".venv/bin/python examples/deploy/make_data.py --out examples/deploy/data",
+                files=("examples/deploy/data/labels_train.csv",),
+            ),
+            Step(
+                DEPLOY,
+                "vfl certs --out examples/deploy/certs --parties 1 2 3",
+                files=("examples/deploy/certs/ca.pem",),
+            ),
+            Step(
+                DEPLOY,
+                "vfl launch examples/deploy/RUN.toml",
+                add="--set train.epochs=1",
+                shown=(
+                    "started the server (pid",
+                    "server listening on port",
+                    "connected (3 of 3)",
+                    "PSI: aligning 7600 train and 1900 test IDs with 3 parties",
+                    "IDs every party holds: train 5234 of 7600, test 1307 of 1900",
+                    "parties set up (",
+                    "epoch 1 | train_loss",
+                    "final: test_loss",
+                ),
+                files=("examples/deploy/runs/deploy-example/summary.json",),
+            ),
+        ),
+        slow=True,
+    ),
+    Session(
+        "predict-in-one-process",
+        (
+            Step(
+                PREDICT,
+                "vfl run examples/adult_3party.toml --run-dir runs/adult --set train.epochs=2",
+                add="--set data.max_train_samples=2000",
+                files=("runs/adult/bundle",),
+            ),
+            Step(PREDICT, "vfl predict runs/adult", files=("runs/adult/predictions.csv",)),
+            Step(
+                PREDICT,
+                "vfl predict runs/adult --data NEW.csv --out scored.csv",
+                files=("scored.csv",),
+            ),
+        ),
+        slow=True,
+        prepare=_new_rows,
+    ),
+    Session(
+        "predict-life-cycle-of-a-deployment",
+        (
+            Step(
+                PREDICT,
+                "cp -r examples/deploy /tmp/vfl-lifecycle && cd /tmp/vfl-lifecycle",
+                replace=(("/tmp/vfl-lifecycle", "{tmp}/vfl-lifecycle"),),
+            ),
+            Step(PREDICT, "python make_data.py --out data", files=("tmp/vfl-lifecycle/data",)),
+            Step(PREDICT, "vfl certs --out certs --parties 1 2 3 --clients analyst"),
+            Step(
+                PREDICT,
+                "vfl launch RUN.toml --set train.epochs=2",
+                files=("tmp/vfl-lifecycle/runs/deploy-example/bundle/server",),
+            ),
+            Step(
+                PREDICT,
+                "vfl launch RUN.toml --predict --model runs/deploy-example --data"
+                " data/labels_test.csv --out predictions.csv",
+                files=("tmp/vfl-lifecycle/predictions.csv",),
+            ),
+            Step(
+                PREDICT,
+                "vfl serve --config RUN.toml --model runs/deploy-example &",
+                background=True,
+                ready="port:{port}",
+            ),
+            *(
+                Step(
+                    PREDICT,
+                    f"vfl party --config party{party}.toml --serve &",
+                    background=True,
+                    ready="err:connected to",
+                )
+                for party in (1, 2, 3)
+            ),
+            Step(
+                PREDICT,
+                "vfl score localhost:50051 t001212 t000718 --ca certs/ca.pem --cert"
+                " certs/client-analyst.pem --key certs/client-analyst.key",
+                replace=PORT,
+                expect=('"t001212"', '"t000718"'),
+            ),
+        ),
+        slow=True,
+        prepare=_free_port_in_deploy_example,
+    ),
+    Session(
+        "reproduction-sweeps",
+        (
+            Step(
+                FEDBCD,
+                ".venv/bin/vfl sweep experiments/fedbcd/mnist_cnn_party_k.toml",
+                add=SHORT_SWEEP,
+                status=4,
+                shown=("training diverged",),
+                timeout=1800,
+            ),
+            Step(
+                FEDBCD,
+                ".venv/bin/vfl plot experiments/fedbcd/results/fedbcd-mnist-cnn-party-k",
+            ),
+            *(
+                Step(LVFL, f".venv/bin/vfl sweep experiments/lvfl/{name}.toml", add=SHORT_SWEEP)
+                for name in ("fig2", "fig3a", "fig3b", "claims")
+            ),
+            *(
+                Step(PBM, f".venv/bin/vfl sweep experiments/pbm/{name}.toml", add=SHORT_SWEEP)
+                for name in (
+                    "fashion_mnist_quadrants",
+                    "fashion_mnist_strips7",
+                    "mnist_quadrants",
+                    "mnist_strips7",
+                )
+            ),
+            Step(
+                PBM,
+                "for s in fashion-mnist-quadrants mnist-quadrants fashion-mnist-strips7"
+                " mnist-strips7; do\n.venv/bin/vfl plot experiments/pbm/results/pbm-$s; done",
+            ),
+        ),
+        slow=True,
+    ),
+)
+SESSIONS = FAST + SLOW
