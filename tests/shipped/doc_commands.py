@@ -221,7 +221,8 @@ class Workspace:
             elif source.exists():
                 shutil.copy2(source, folder / name)
         (folder / ".venv").symlink_to(ROOT / ".venv")
-        values = {"root": str(folder), "port": str(free_port()), "tmp": str(folder / "tmp")}
+        values = {"root": str(folder), "tmp": str(folder / "tmp")}
+        values |= {"port": str(free_port()), "http_port": str(free_port())}
         (folder / "tmp").mkdir()
         return cls(folder, values)
 

@@ -24,13 +24,24 @@ SHORT = f"--set train.epochs=1 {SMALL}"
 SHORT_SWEEP = SHORT
 ADULT_SHORT = "--set train.epochs=1 --set data.max_train_samples=2000"
 PORT = (("localhost:50051", "localhost:{port}"),)
+HTTP_PORT = (("8443", "{http_port}"),)
 R = "README.md"
 ATTACKS, DEPLOY, EXPERIMENTS = "docs/attacks.md", "docs/deployment.md", "docs/experiments.md"
 PREDICT, CVFL = "docs/predict.md", "docs/reproductions/cvfl.md"
+BENCHMARKS = "docs/benchmarks.md"
 FEDBCD, LVFL, PBM = (f"docs/reproductions/{n}.md" for n in ("fedbcd", "lvfl", "pbm"))
 ATTACK_DOC_BUDGET = (
-    "vfl: error: privacy.max_epsilon: 4 epochs would spend label_epsilon 11.61 at delta 1e-05,"
-    " over the budget of 8; at most 2 epochs fit (--set train.epochs=2)"
+    "vfl: error: privacy.max_epsilon: 4 epochs would spend label_epsilon 15.46 at delta 1e-05,"
+    " over the budget of 10; at most 2 epochs fit (--set train.epochs=2)"
+)
+ATTACK_DOC_STOP = (
+    "vfl: stopped at the privacy budget after 2 of 4 planned epochs (privacy.max_epsilon = 10 at"
+    " privacy.delta = 1e-05); results in runs/budget"
+)
+ATTACK_DOC_NO_EPOCH = (
+    "vfl: error: privacy.max_epsilon: the run has spent label_epsilon 9.997 at delta 1e-05 in 2"
+    " epochs, and epoch 3 would spend label_epsilon 12.87, over the budget of 10: no further"
+    " epoch fits (nothing was changed)"
 )
 NOT_RUN = {
     (R, "make test"): "it is the test suite that runs these tests",
@@ -38,6 +49,18 @@ NOT_RUN = {
         "it runs the three committed attack sweeps one after another (105 runs, hours on one"
         " core); its sweep files resolve in test_configs, and its last two commands"
         " (quadrants.py, report.py) run in the attack sessions"
+    ),
+    (BENCHMARKS, "make gpu-pack"): (
+        "it downloads wheels for a GPU machine's Python (network, about 44 MB); the check it"
+        " packs for runs in its CPU form in tests/device/test_gpu_check.py"
+    ),
+    (
+        BENCHMARKS,
+        "set -o pipefail; PYTHONUNBUFFERED=1 make gpu-check GPU_OUT=$OUT/gpu-check 2>&1 | tee"
+        " $OUT/log",
+    ): (
+        "it runs on a GPU machine through the device tool ($OUT is that tool's folder); its CPU"
+        " form runs in tests/device/test_gpu_check.py"
     ),
     (EXPERIMENTS, "ray get-auth-token --generate"): (
         "it writes the user's ~/.ray/auth_token; a Ray cluster needs several machines"
@@ -209,7 +232,7 @@ SLOW = (
             Step(
                 ATTACKS,
                 ".venv/bin/vfl run experiments/attacks/binary_mnist.toml --set attack.name=none"
-                " --set privacy.gradient_noise.noise_multiplier=2 --set privacy.max_epsilon=8"
+                " --set privacy.gradient_noise.noise_multiplier=2 --set privacy.max_epsilon=10"
                 " --run-dir runs/budget",
                 status=2,
                 shown=(ATTACK_DOC_BUDGET,),
@@ -217,15 +240,16 @@ SLOW = (
             Step(
                 ATTACKS,
                 ".venv/bin/vfl run experiments/attacks/binary_mnist.toml --set attack.name=none"
-                " --set privacy.gradient_noise.noise_multiplier=2 --set privacy.max_epsilon=8"
-                " --run-dir runs/budget --set train.epochs=2",
+                " --set privacy.gradient_noise.noise_multiplier=2 --set privacy.max_epsilon=10"
+                " --run-dir runs/budget --set train.epochs=1",
                 add=SMALL,
                 files=("runs/budget/summary.json",),
             ),
             Step(
                 ATTACKS,
                 ".venv/bin/vfl run --resume runs/budget --set train.epochs=4",
-                shown=("stopped at the privacy budget after 2 of 4 planned epochs",),
+                status=3,
+                shown=(ATTACK_DOC_STOP,),
                 expect=("final: test_loss",),
                 file_shows=(
                     (
@@ -233,6 +257,12 @@ SLOW = (
                         "stopped at the privacy budget after 2 of 4 planned epochs",
                     ),
                 ),
+            ),
+            Step(
+                ATTACKS,
+                ".venv/bin/vfl run --resume runs/budget --set train.epochs=4",
+                status=2,
+                shown=(ATTACK_DOC_NO_EPOCH,),
             ),
             Step(ATTACKS, ".venv/bin/python experiments/attacks/quadrants.py", timeout=1200),
         ),
@@ -266,6 +296,20 @@ SLOW = (
                     "final: test_loss",
                 ),
                 files=("examples/deploy/runs/deploy-example/summary.json",),
+            ),
+        ),
+        slow=True,
+    ),
+    Session(
+        "experiments-tensorboard",
+        (
+            Step(
+                EXPERIMENTS,
+                "vfl run examples/adult_3party.toml --run-dir runs/adult-tb --set train.epochs=2"
+                " --set output.tensorboard=true",
+                add="--set data.max_train_samples=2000",
+                expect=("final: test_loss",),
+                files=("runs/adult-tb/tensorboard",),
             ),
         ),
         slow=True,
@@ -312,7 +356,8 @@ SLOW = (
             ),
             Step(
                 PREDICT,
-                "vfl serve --config RUN.toml --model runs/deploy-example &",
+                "vfl serve --config RUN.toml --model runs/deploy-example --http-port 8443 &",
+                replace=HTTP_PORT,
                 background=True,
                 ready="port:{port}",
             ),
@@ -331,6 +376,14 @@ SLOW = (
                 " certs/client-analyst.pem --key certs/client-analyst.key",
                 replace=PORT,
                 expect=('"t001212"', '"t000718"'),
+            ),
+            Step(
+                PREDICT,
+                "curl --cacert certs/ca.pem --cert certs/client-analyst.pem --key"
+                " certs/client-analyst.key -H 'Content-Type: application/json' -d '{\"ids\":"
+                ' ["t001212", "t000718"]}\' https://localhost:8443/v1/score',
+                replace=HTTP_PORT,
+                expect=('"t001212"', '"t000718"', '"classes"'),
             ),
         ),
         slow=True,

@@ -35,6 +35,7 @@ from vfl.deploy.messages import (
 )
 from vfl.deploy.party_privacy import PartyReleases, log_spent
 from vfl.deploy.psi_party import PsiResponder
+from vfl.deploy.run_folder import WIRE
 from vfl.deploy.state import SETTINGS, PartyState, check_party_unchanged, party_settings
 from vfl.deploy.tls import party_tls, read_token
 from vfl.errors import ProtocolError
@@ -48,6 +49,7 @@ from vfl.run.stages import use_threads
 from vfl.seeding import derive_seed
 from vfl.transport.base import PartyEndpoint
 from vfl.transport.grpc_party import FrameHandler, PartyLink
+from vfl.transport.link import add_snapshots
 from vfl.transport.security import PartyTls
 from vfl.wire import SPLIT_TRAIN, Message
 
@@ -263,11 +265,14 @@ def run_party(
         settings=settings,
     )
     runtime.releases.verify()
+    wire_file = state.directory / WIRE
+    earlier = json.loads(wire_file.read_text()) if resume and wire_file.is_file() else {}
     link = party_link(config, runtime.handle, tls=tls, token=token, server=server)
     try:
         link.serve()
-    finally:
-        (state.directory / "wire.json").write_text(json.dumps(link.wire.snapshot(), indent=2))
+    finally:  # summed over the party's processes of the run
+        wire = add_snapshots(earlier, link.wire.snapshot())
+        wire_file.write_text(json.dumps(wire, indent=2))
     log.info("party %d: the run is over", config.party_id)
     bundle = state.directory / BUNDLE / f"party-{config.party_id}"
     return {

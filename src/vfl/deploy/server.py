@@ -56,7 +56,7 @@ from vfl.run.stages import use_threads
 from vfl.seeding import derive_seed
 from vfl.transport.grpc_transport import GrpcTransport
 from vfl.transport.ledger import Ledger
-from vfl.transport.link import PartyUnavailableError, PartyUnresponsiveError
+from vfl.transport.link import PartyUnavailableError, PartyUnresponsiveError, add_snapshots
 from vfl.transport.retry import RetryPolicy
 from vfl.transport.security import ServerTls
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
@@ -221,6 +221,7 @@ def _serve(
     """Load the labels, listen, align, train and summarize (``run_server``'s work)."""
     use_threads(config.train.threads)
     labels = load_labels(config.data)
+    earlier = run.read_json(WIRE) if resume and run.file(WIRE).exists() else {}
     transport = listen(deployment, tls)
     finished = False
     try:
@@ -246,7 +247,8 @@ def _serve(
         run.write_json(SUMMARY, summary)
         return summary
     finally:
-        run.write_text(WIRE, json.dumps(transport.wire.snapshot(), indent=2) + "\n")
+        wire = add_snapshots(earlier, transport.wire.snapshot())  # over the run's processes
+        run.write_text(WIRE, json.dumps(wire, indent=2) + "\n")
         if not finished:  # parties keep waiting for a resumed server (or their give_up_s)
             transport.close()
 

@@ -184,11 +184,7 @@ class _Fit:
         budget = self.schedule.budget
         if budget is None or epoch + 1 <= budget.epochs:
             return False
-        self.stopped_by_budget = True
-        self.progress.note(
-            f"stopped at the privacy budget after {budget.epochs} of {self.schedule.epochs}"
-            f" planned epochs ({budget.note})"
-        )
+        self.stopped_by_budget = True  # the command says so, once, from the summary
         return True
 
     def _summarize_extras(self, summary: dict[str, Any]) -> None:

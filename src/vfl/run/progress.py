@@ -264,5 +264,9 @@ class RoundBar:
         self._bar.update(max(0, done - self._bar.n))
 
     def close(self) -> None:
-        """Remove the bar."""
+        """Draw the bar's final state, then remove it.
+
+        An epoch quicker than tqdm's redraw interval would otherwise show only its start.
+        """
+        self._bar.refresh()
         self._bar.close()

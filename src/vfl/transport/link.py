@@ -117,6 +117,31 @@ class WireCounters:
             }
 
 
+def add_snapshots(
+    earlier: dict[str, dict[str, dict[str, int]]], later: dict[str, dict[str, dict[str, int]]]
+) -> dict[str, dict[str, dict[str, int]]]:
+    """Two ``WireStats.snapshot`` records summed (a run's processes before and after a resume).
+
+    Example:
+        >>> a = {"sent": {"train": {"bytes": 10, "chunks": 1}}, "received": {}}
+        >>> b = {"sent": {"train": {"bytes": 5, "chunks": 2}}, "received": {}}
+        >>> add_snapshots(a, b)["sent"]
+        {'train': {'bytes': 15, 'chunks': 3}}
+    """
+    total: dict[str, dict[str, dict[str, int]]] = {}
+    for direction in ("sent", "received"):
+        rows = [earlier.get(direction, {}), later.get(direction, {})]
+        names = sorted({name for row in rows for name in row})
+        total[direction] = {
+            name: {
+                field: sum(int(row.get(name, {}).get(field, 0)) for row in rows)
+                for field in ("bytes", "chunks")
+            }
+            for name in names
+        }
+    return total
+
+
 class PartyUnavailableError(ProtocolError):
     """A party did not answer in time, or its process was replaced while a request was open."""
 
