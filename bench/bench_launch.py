@@ -13,9 +13,14 @@ carry their time) and from the moment each line reaches this process's standard 
 - ``first_epoch_s``: until the first epoch's line is printed (set-up plus one epoch);
 - ``total_s``: until ``vfl launch`` exits.
 
+``cpu_s`` is the CPU time (user + system) of every process the launch ran. With ``--baseline
+SRC`` (the ``src`` folder of another checkout) each repeat launches this checkout's code and
+then the baseline's (``PYTHONPATH=SRC``, the same interpreter and packages), alternating, and
+the ratio of the medians is printed.
+
 It prints the median of each over ``--repeats`` runs, and every run with ``--json``.
 
-    .venv/bin/python bench/bench_launch.py [--repeats 5] [--json out.json]
+    .venv/bin/python bench/bench_launch.py [--repeats 5] [--baseline SRC] [--json out.json]
 """
 
 from __future__ import annotations
@@ -23,7 +28,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import platform
+import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -75,19 +83,25 @@ def phase_times(logs: Path, start: float) -> dict[str, float]:
     return found
 
 
-def one_launch(folder: Path, run: int) -> dict[str, float]:
-    """Launch the example once in ``folder``; seconds to each phase."""
+EPOCH_LINE = re.compile(r"(^|\s)epoch 1 \|")
+"""The first epoch's line (stdout before issue 27, stderr after, with the launch's clock)."""
+
+
+def one_launch(folder: Path, run: str, source: str | None = None) -> dict[str, float]:
+    """Launch the example once in ``folder`` (with the code in ``source``); phase seconds."""
     shutil.rmtree(folder / "state", ignore_errors=True)
     run_dir = folder / "runs" / f"bench-{run}"
     command = [VFL, "launch", "RUN.toml", "--run-dir", str(run_dir), "--set", "train.epochs=1"]
+    env = dict(os.environ, **({"PYTHONPATH": source} if source else {}))
+    cpu_before = _children_cpu()
     start = time.time()
     process = subprocess.Popen(
-        command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
     )
     assert process.stdout is not None
     first_epoch = None
     for line in process.stdout:
-        if first_epoch is None and line.startswith("epoch 1 "):
+        if first_epoch is None and EPOCH_LINE.search(line):
             first_epoch = time.time() - start
     if process.wait() != 0:
         raise SystemExit(f"vfl launch failed; logs in {run_dir / 'logs'}")
@@ -96,27 +110,50 @@ def one_launch(folder: Path, run: int) -> dict[str, float]:
     times["psi_test_s"] = times.pop("psi_test_done") - times["connected_s"] - times["psi_train_s"]
     times["first_epoch_s"] = first_epoch if first_epoch is not None else float("nan")
     times["total_s"] = time.time() - start
+    times["cpu_s"] = _children_cpu() - cpu_before
     return {name: round(value, 3) for name, value in times.items()}
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _median(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {name: round(statistics.median(r[name] for r in runs), 3) for name in runs[0]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write every run here")
+    parser.add_argument("--baseline", help="src folder of another checkout, run alternately")
     args = parser.parse_args()
+    runs: list[dict[str, float]] = []
+    baseline: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="vfl-bench-launch-") as folder:
         example = Path(folder) / "deploy"
         prepare(example)
-        runs = []
         for run in range(args.repeats):
-            runs.append(one_launch(example, run))
+            runs.append(one_launch(example, str(run)))
             print(json.dumps(runs[-1]))
-    median = {name: round(statistics.median(r[name] for r in runs), 3) for name in runs[0]}
+            if args.baseline:
+                baseline.append(one_launch(example, f"baseline-{run}", args.baseline))
+                print("baseline:", json.dumps(baseline[-1]))
+    median = _median(runs)
     print("median:", json.dumps(median))
+    report: dict[str, object] = {"median": median, "runs": runs}
+    if baseline:
+        before = _median(baseline)
+        ratio = {name: round(median[name] / before[name], 3) for name in median if before[name]}
+        print("baseline median:", json.dumps(before))
+        print("ratio (this / baseline):", json.dumps(ratio))
+        report |= {"baseline": args.baseline, "baseline_median": before, "baseline_runs": baseline}
+        report |= {"ratio": ratio}
     if args.json is not None:
         machine = {"platform": platform.platform(), "processor": platform.processor()}
-        report = {"machine": machine, "median": median, "runs": runs}
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+        cores = os.cpu_count()
+        args.json.write_text(json.dumps({"machine": machine, "cores": cores, **report}, indent=2))
 
 
 if __name__ == "__main__":
