@@ -314,6 +314,16 @@ CASES: dict[str, Case] = {
     "zero epochs": Case(lambda w: run(w, "train.epochs=0"), "train.epochs"),
     "zero batch size": Case(lambda w: run(w, "train.batch_size=0"), "train.batch_size"),
     "unknown labels mode": Case(lambda w: run(w, "protocol.labels=weird"), "protocol.labels"),
+    "PBM trials beyond what is accounted": Case(
+        lambda w: run(w, "privacy.mechanism=pbm", "privacy.trials=100000000000"), "privacy.trials"
+    ),
+    "vfl privacy with a huge b": Case(
+        lambda w: [
+            *("privacy", "--b", "100000000000", "--beta", "0.05"),
+            *("--parties", "4", "--dim", "16", "--epochs", "5"),
+        ],
+        "use b <= 4096",
+    ),
     "unknown compressor": Case(lambda w: run(w, "compress.embedding.name=zip"), "zip"),
     "lattice bits too many": Case(
         lambda w: run(w, "compress.embedding.name=lattice", "compress.embedding.bits=12"),

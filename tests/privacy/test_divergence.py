@@ -11,7 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vfl.errors import ConfigError
+from vfl.privacy import divergence
 from vfl.privacy.divergence import (
+    MAX_TRIALS,
+    check_mechanism,
     log_binomial_pmf,
     log_convolve,
     log_sum_exp,
@@ -87,6 +90,35 @@ def test_log_convolve_matches_linear_convolution(first: list[float], second: lis
 
     # Assert
     assert result == pytest.approx(direct, rel=1e-12)
+
+
+@given(
+    first=st.lists(st.floats(0.001, 1.0), min_size=1, max_size=40),
+    second=st.lists(st.floats(0.001, 1.0), min_size=1, max_size=12),
+    block=st.integers(1, 64),
+)
+def test_log_convolve_in_blocks_equals_it_in_one_piece(
+    first: list[float], second: list[float], block: int
+) -> None:
+    # Prepare: the same convolution with blocks of any size, down to one output per block
+    whole = log_convolve(np.log(first), np.log(second))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(divergence, "CONVOLVE_BLOCK", block)
+
+        # Execute
+        blocked = log_convolve(np.log(first), np.log(second))
+
+    # Assert: bit for bit (every output is its own log-sum-exp)
+    assert np.array_equal(blocked, whole)
+
+
+def test_trials_beyond_what_vfl_accounts_for_are_refused_by_name() -> None:
+    # Prepare: the largest b accounted for passes (control), the next is refused
+    check_mechanism(MAX_TRIALS, 0.05)
+
+    # Execute / Assert: before any table is allocated (b = 1e11 needed 128 GiB)
+    with pytest.raises(ConfigError, match=r"trials \(b\) = 100000000000 .* use b <= 4096"):
+        pbm_coordinate_rdp(trials=10**11, beta=0.05, other_probs=[0.5] * 3, orders=[2.0])
 
 
 def test_log_convolve_keeps_tails_far_below_the_smallest_double() -> None:

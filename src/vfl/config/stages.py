@@ -147,7 +147,7 @@ class PrivacyConfig(Section):
     """
 
     mechanism: Literal["none", "pbm"] = "none"
-    trials: Annotated[int, Range(ge=1)] = 16
+    trials: Annotated[int, Range(ge=1, le=4096)] = 16
     beta: Annotated[float, Range(gt=0, le=0.25)] = 0.05
     clip: Annotated[float, Range(gt=0)] = 1.0
     secure_aggregation: Literal["auto", "on", "off"] = "auto"

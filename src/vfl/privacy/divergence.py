@@ -60,6 +60,13 @@ def log_binomial_pmf(*, trials: int, prob: float) -> FloatArray:
     return result
 
 
+CONVOLVE_BLOCK = 1 << 22
+"""Values per block of ``log_convolve``'s work (32 MiB of float64, whatever the laws' sizes)."""
+MAX_TRIALS = 4096
+"""The largest PBM ``b`` vfl accounts for: the exact divergence costs about ``M b^2`` operations
+(about a minute at ``b = 4096`` with 4 parties on one core); the paper uses ``b <= 256``."""
+
+
 def log_convolve(first: FloatArray, second: FloatArray) -> FloatArray:
     """Log-space convolution: ``out[k] = log Σ_j exp(first[j] + second[k - j])``.
 
@@ -75,8 +82,14 @@ def log_convolve(first: FloatArray, second: FloatArray) -> FloatArray:
     width = len(shorter)
     padding = np.full(width - 1, -np.inf)
     padded = np.concatenate([padding, longer, padding])
-    windows = np.lib.stride_tricks.sliding_window_view(padded, width)  # (K, width)
-    return log_sum_exp(windows[:, ::-1] + shorter[None, :], axis=1)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, width)  # (K, width), a view
+    rows = max(1, CONVOLVE_BLOCK // width)  # outputs per block: memory stays bounded
+    blocks = [
+        log_sum_exp(windows[start : start + rows, ::-1] + shorter[None, :], axis=1)
+        for start in range(0, len(windows), rows)
+    ]
+    result: FloatArray = np.concatenate(blocks)
+    return result
 
 
 def renyi_divergence(*, log_p: FloatArray, log_q: FloatArray, orders: npt.ArrayLike) -> FloatArray:
@@ -159,6 +172,11 @@ def check_mechanism(trials: int, beta: float) -> None:
     """Raise ``ConfigError`` unless ``trials`` is an integer >= 1 and ``0 < beta <= 1/4``."""
     if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
         raise ConfigError(f"trials (b) must be an integer >= 1, got {trials!r}")
+    if trials > MAX_TRIALS:
+        raise ConfigError(
+            f"trials (b) = {trials} is more than vfl accounts for; use b <= {MAX_TRIALS} (its"
+            " exact epsilon costs about M b^2 operations; the paper uses b <= 256)"
+        )
     if not 0.0 < beta <= 0.25:
         raise ConfigError(f"beta must lie in (0, 1/4], got {beta}")
 
