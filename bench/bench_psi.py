@@ -13,7 +13,12 @@ on its own machine, and the server's share is the longest. It reports the median
 - ``hash_us`` / ``blind_us``: one holder's ``H(x)`` and one scalar multiplication per element
   (over the first 10,000 IDs), the two costs every list is made of: each holder hashes its N
   IDs once; each party blinds 2 lists of N, the server ``parties + 1``;
-- ``threads``: threads per holder (``VFL_PSI_THREADS``, default: the usable cores).
+- ``threads``: threads per holder (``VFL_PSI_THREADS``, default: the usable cores);
+- ``cpu_s``: the alignment's CPU time (every thread of this process);
+- ``primitives``: on one thread, alternating five times over 2,000 IDs, the group operations of
+  this version (hash to the group as a u-coordinate, X25519 blinding) against those of the
+  edwards25519 version before it (two Elligator maps added; ``crypto_scalarmult_ed25519_noclamp``,
+  which re-checks subgroup membership), called on libsodium directly, and their ratio.
 
     .venv/bin/python bench/bench_psi.py [--sizes 10000 100000 1000000] [--parties 3]
         [--repeats 3] [--repeats-large 1] [--json out.json]
@@ -22,7 +27,9 @@ on its own machine, and the server's share is the longest. It reports the median
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import platform
 import statistics
 import tempfile
@@ -31,7 +38,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from nacl import bindings
 
+from vfl.deploy import psi
 from vfl.deploy.alignment import align
 from vfl.deploy.control import LocalControl
 from vfl.deploy.data import HolderSplit, id_bytes
@@ -57,8 +66,8 @@ def holder_ids(size: int, holders: int, rng: np.random.Generator) -> list[np.nda
     ]
 
 
-def one_alignment(size: int, parties: int, seed: int) -> float:
-    """Seconds of one alignment of ``parties + 1`` holders of ``size`` IDs each."""
+def one_alignment(size: int, parties: int, seed: int) -> tuple[float, float]:
+    """Wall and CPU seconds of one alignment of ``parties + 1`` holders of ``size`` IDs each."""
     ids = holder_ids(size, parties + 1, np.random.default_rng(seed))
     with tempfile.TemporaryDirectory(prefix="vfl-bench-psi-") as folder:
         runtimes = {
@@ -70,11 +79,11 @@ def one_alignment(size: int, parties: int, seed: int) -> float:
             for p in range(1, parties + 1)
         }
         control = LocalControl({p: PartyEndpoint(p, r.handle) for p, r in runtimes.items()})
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         alignment = align(control, {SPLIT_TRAIN: ids[0]})
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert len(alignment.rows[SPLIT_TRAIN]) >= int(size * SHARED)
-    return seconds
+    return seconds, cpu
 
 
 def per_element_costs(count: int = 10_000) -> dict[str, float]:
@@ -91,6 +100,51 @@ def per_element_costs(count: int = 10_000) -> dict[str, float]:
     }
 
 
+def primitive_costs(count: int = 2_000, rounds: int = 5) -> dict[str, float]:
+    """Microseconds per element, one thread: this version's group operations and the old ones."""
+    values = id_bytes(np.array([f"customer-{i:09d}" for i in range(count)]))
+    old_scalar = bindings.crypto_core_ed25519_scalar_reduce(os.urandom(64))
+    new_scalar = psi.new_scalar()
+    timings: dict[str, list[float]] = {k: [] for k in ("hash", "blind", "old_hash", "old_blind")}
+    previous = os.environ.get("VFL_PSI_THREADS")
+    os.environ["VFL_PSI_THREADS"] = "1"
+    try:
+        for _ in range(rounds):
+            start = time.perf_counter()
+            points = hash_many(values)
+            middle = time.perf_counter()
+            blind(points, new_scalar)
+            end = time.perf_counter()
+            timings["hash"].append(middle - start)
+            timings["blind"].append(end - middle)
+            start = time.perf_counter()
+            old = [_old_hash(value) for value in values]
+            middle = time.perf_counter()
+            for point in old:
+                bindings.crypto_scalarmult_ed25519_noclamp(old_scalar, point)
+            end = time.perf_counter()
+            timings["old_hash"].append(middle - start)
+            timings["old_blind"].append(end - middle)
+    finally:
+        if previous is None:
+            del os.environ["VFL_PSI_THREADS"]
+        else:
+            os.environ["VFL_PSI_THREADS"] = previous
+    us = {k: round(statistics.median(v) / count * 1e6, 2) for k, v in timings.items()}
+    us["hash_ratio"] = round(us["hash"] / us["old_hash"], 3)
+    us["blind_ratio"] = round(us["blind"] / us["old_blind"], 3)
+    return us
+
+
+def _old_hash(value: bytes) -> bytes:
+    """The edwards25519 hash of the version before: two Elligator 2 maps, added."""
+    digest = hashlib.sha512(b"vfl-psi-v1/edwards25519/" + value).digest()
+    first = bindings.crypto_core_ed25519_from_uniform(digest[:32])
+    second = bindings.crypto_core_ed25519_from_uniform(digest[32:])
+    point: bytes = bindings.crypto_core_ed25519_add(first, second)
+    return point
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, LARGE])
@@ -102,9 +156,12 @@ def main() -> None:
     results = []
     costs = per_element_costs()
     print(f"per element: {costs} ({workers()} threads per holder)")
+    primitives = primitive_costs()
+    print(f"one thread, per element (old: edwards25519): {primitives}")
     for size in args.sizes:
         repeats = args.repeats_large if size >= LARGE else args.repeats
-        times = [one_alignment(size, args.parties, seed) for seed in range(repeats)]
+        measured = [one_alignment(size, args.parties, seed) for seed in range(repeats)]
+        times = [wall for wall, _ in measured]
         median = statistics.median(times)
         row = {
             "ids": size,
@@ -114,6 +171,7 @@ def main() -> None:
             "us_per_id": round(median / size * 1e6, 1),
             "s_per_10k": round(median / size * 1e4, 3),
             "all_s": [round(t, 3) for t in times],
+            "cpu_s": round(statistics.median(cpu for _, cpu in measured), 3),
         }
         results.append(row)
         print(json.dumps(row))
@@ -121,6 +179,7 @@ def main() -> None:
         "machine": {"platform": platform.platform(), "processor": platform.processor()},
         "threads": workers(),
         **costs,
+        "primitives": primitives,
         "sizes": results,
     }
     if args.json is not None:
