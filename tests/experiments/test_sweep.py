@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -127,6 +129,40 @@ def test_parallel_workers_survive_a_failing_run(tmp_path: Path) -> None:
     error = (folder / "missing-data__seed0" / "error.txt").read_text()
     assert "DataError" in error and "no-such.csv" in error
     assert "| good | 1 |" in (folder / "table.md").read_text()
+
+
+SCRIPT = """from pathlib import Path
+from vfl.experiments import read_sweep, run_sweep
+{call}
+"""
+
+
+@pytest.mark.parametrize("guarded", [False, True], ids=["top-level", "guarded"])
+def test_a_script_calling_run_sweep_with_workers_is_told_to_guard_it(
+    tmp_path: Path, guarded: bool
+) -> None:
+    # Prepare: the docs' "From Python" script, without and (the negative control) with the guard
+    path = write_sweep(tmp_path, TWO_RUNS)
+    call = f"result = run_sweep(read_sweep(Path({str(path)!r})), workers=2)"
+    call = f'if __name__ == "__main__":\n    {call}' if guarded else call
+    script = tmp_path / "my_sweep.py"
+    script.write_text(SCRIPT.format(call=call))
+
+    # Execute
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
+    )
+
+    # Assert: the workers stop at their start with the fix, before planning the sweep again
+    folder = read_sweep(path).folder
+    if guarded:
+        assert "stopped at its start" not in done.stderr
+        assert all((folder / run / "summary.json").exists() for run in RUNS)
+    else:
+        assert done.stderr.count('Call it under `if __name__ == "__main__":`') == 2
+        assert done.stderr.count("sweep tiny: 2 runs") == 1  # planned once, by the script
+        assert "WorkerEnded: a worker process ended abruptly" in done.stderr
+        assert "Traceback" not in done.stderr
 
 
 def test_vfl_plot_redraws_a_sweep_and_one_of_its_runs(tmp_path: Path) -> None:

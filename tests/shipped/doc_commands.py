@@ -5,6 +5,11 @@
 trailing comment. A block of another language (``text`` for a usage synopsis with placeholders)
 holds no command.
 
+``python_blocks_in`` extracts every fenced ``python`` block the same way, keyed by its first line
+that is not an import: a step with ``python`` set runs the blocks it names, in order, in one
+Python process (a page's later block uses the names of its earlier ones, as a reader's session
+would), followed by the step's ``checks`` (assertions of what the blocks' comments say).
+
 ``SESSIONS`` (in ``doc_sessions``) says how each command runs: in order with the others of its
 session, in one bash process (so ``cd`` and ``&`` work as in a terminal), in a scratch copy of
 the repository whose ``.venv`` is this one's. A step runs the command as the doc writes it, or
@@ -29,6 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SHELL_LANGUAGES = ("sh", "bash", "shell", "console")
+PYTHON_LANGUAGES = ("python", "py")
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 COPIED = (
     *("README.md", "Makefile", "pyproject.toml", "examples", "experiments", "docs"),
@@ -69,6 +75,44 @@ def commands_in(path: Path, *, root: Path = ROOT) -> list[DocCommand]:
         elif inside:
             block.append((number, line.removeprefix(indent)))
     return found
+
+
+@dataclass(frozen=True)
+class DocBlock:
+    """One ``python`` block of a document: its key (first line not an import), code and place."""
+
+    doc: str
+    line: int
+    key: str
+    code: str
+
+
+def python_blocks_in(path: Path, *, root: Path = ROOT) -> list[DocBlock]:
+    """Every ``python`` block of ``path``, in order (``doc`` relative to ``root``)."""
+    doc = str(path.relative_to(root))
+    found: list[DocBlock] = []
+    block: list[tuple[int, str]] = []
+    inside, python, indent = False, False, ""
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        fence = FENCE.match(line)
+        if fence and not inside:
+            inside, python, indent, block = True, fence.group(2) in PYTHON_LANGUAGES, fence[1], []
+        elif fence:
+            found += [_python_block(doc, block)] if python and block else []
+            inside = False
+        elif inside:
+            block.append((number, line.removeprefix(indent)))
+    return found
+
+
+def _python_block(doc: str, lines: list[tuple[int, str]]) -> DocBlock:
+    statements = [
+        line.strip()
+        for _, line in lines
+        if line.strip() and not line.strip().startswith(("import ", "from ", "#"))
+    ]
+    key = normalise(_uncomment(statements[0])) if statements else ""
+    return DocBlock(doc, lines[0][0], key, "\n".join(line for _, line in lines) + "\n")
 
 
 def _commands(doc: str, lines: list[tuple[int, str]]) -> list[DocCommand]:
@@ -140,6 +184,9 @@ class Step:
         ready: For a background step: a port (``port:N``), a file (``file:PATH``) or text on
             its standard error (``err:TEXT``) to wait for.
         timeout: Seconds it may take.
+        python: Keys of ``python`` blocks of ``doc`` it runs in order, in one Python process
+            (``command`` is then empty); ``replace`` applies to their code.
+        checks: Python run after those blocks, in the same process: what their comments say.
     """
 
     doc: str
@@ -155,6 +202,8 @@ class Step:
     background: bool = False
     ready: str = ""
     timeout: float = 600.0
+    python: tuple[str, ...] = ()
+    checks: str = ""
 
     def shell_text(self, values: dict[str, str]) -> str:
         """What the shell runs: the command, placeholders replaced, arguments added."""
@@ -248,6 +297,10 @@ class Workspace:
         base = self.folder / "tmp" / "steps" / str(self.count)
         base.parent.mkdir(exist_ok=True)
         text = step.shell_text(self.values)
+        if step.python:
+            code = Path(f"{base}.py")
+            code.write_text(python_script(step, self.values), encoding="utf-8")
+            text = f".venv/bin/python {code}"
         script = f"{{ {text}\n}} > {base}.out 2> {base}.err < /dev/null; echo $? > {base}.rc\n"
         self.shell.stdin.write(script)
         self.shell.stdin.flush()
@@ -297,6 +350,18 @@ class Workspace:
             self.shell.wait()
 
 
+def python_script(step: Step, values: dict[str, str]) -> str:
+    """The code of ``step``'s blocks, in its order, placeholders replaced, then its checks."""
+    blocks = {block.key: block for block in python_blocks_in(ROOT / step.doc)}
+    missing = [key for key in step.python if key not in blocks]
+    assert not missing, f"{step.doc} holds no python block beginning {missing}"
+    code = "".join(blocks[key].code for key in step.python)
+    for old, new in step.replace:
+        assert old in code, f"{old!r} is not in the blocks {step.python} of {step.doc}"
+        code = code.replace(old, new.format(**values))
+    return f"{code}\n# the test's checks of what the blocks' comments say\n{step.checks}\n"
+
+
 def free_port() -> int:
     """A loopback port that was free a moment ago."""
     with socket.socket() as probe:
@@ -314,3 +379,9 @@ def all_commands() -> Iterator[DocCommand]:
     """Every command of every document."""
     for path in documents():
         yield from commands_in(path)
+
+
+def all_python_blocks() -> Iterator[DocBlock]:
+    """Every ``python`` block of every document."""
+    for path in documents():
+        yield from python_blocks_in(path)

@@ -93,7 +93,74 @@ def _free_port_in_deploy_example(root: Path, values: dict[str, str]) -> None:
         path.write_text(text)
 
 
+def _short_sweep_copy(root: Path, values: dict[str, str]) -> None:
+    """``adult_lr_sweep_short.toml`` beside the shipped sweep: 1 epoch on 2,000 rows per run."""
+    folder = root / "experiments" / "examples"
+    text = (folder / "adult_lr_sweep.toml").read_text()
+    shortened = '"train.epochs" = 1\n"data.max_train_samples" = 2000'
+    assert '"train.epochs" = 3' in text
+    (folder / "adult_lr_sweep_short.toml").write_text(text.replace('"train.epochs" = 3', shortened))
+
+
+README_PYTHON_CHECKS = """
+assert [record["epoch"] for record in records] == [0, 1, 2, 3]
+assert sim.trainer.ledger.total(phase="train") > 0
+probabilities = model.predict_proba(list(data.test_blocks))
+assert probabilities.shape == (len(data.test_blocks[0]), 2)
+assert abs(probabilities.sum(axis=1) - 1).max() < 1e-6
+"""
+COMPRESSION_CHECKS = """
+assert isinstance(c.payload, bytes) and c.bits == compressor.message_bits(shape)
+assert c.shape == shape and y.dtype == torch.float32 and y.shape == x.shape
+"""
+PBM_CHECKS = """
+assert counts.dtype == torch.int64 and counts.shape == (B, P)
+assert 0 <= int(counts.min()) and int(counts.max()) <= 16
+assert estimate.dtype == torch.float32 and estimate.shape == (B, P)
+assert 0 < epsilon < float("inf")
+"""
+PREDICT_CHECKS = """
+assert list(predictions.to_frame().columns)[:1] == ["id"]
+classes = list(vfl.load_model("runs/adult").classes)
+assert probabilities.shape == (100, len(classes)) == (100, 2)
+assert len(labels) == 100 and set(labels) <= set(classes)
+assert len(model.predict(list(data.test_blocks)).labels) == len(data.test_blocks[0])
+"""
+SWEEP_PYTHON_CHECKS = """
+if __name__ == "__main__":
+    assert result.states["lr=0.001,batch_size=128__seed0"] == "new"
+    assert set(result.states.values()) == {"new"} and not result.failed
+    assert all(path.exists() for path in redraw(result.folder, metric="test_auc"))
+"""
+SHORT_SWEEP_FILE = (
+    ("experiments/examples/adult_lr_sweep.toml", "experiments/examples/adult_lr_sweep_short.toml"),
+)
 FAST = (
+    Session(
+        "readme-python",
+        (
+            Step(
+                R,
+                "",
+                python=('dataset = vfl.load_dataset("adult")', 'vfl.export(sim, "runs/my-model")'),
+                checks=README_PYTHON_CHECKS,
+                expect=("epoch 3 |",),
+                files=("runs/my-model/bundle",),
+            ),
+        ),
+    ),
+    Session(
+        "api-sketches",
+        (
+            Step(
+                "docs/compression.md",
+                "",
+                python=('compressor = make_compressor("lattice", bits=2)',),
+                checks=COMPRESSION_CHECKS,
+            ),
+            Step("docs/privacy.md", "", python=("B, P, M = 128, 16, 4",), checks=PBM_CHECKS),
+        ),
+    ),
     Session(
         "readme-commands",
         (
@@ -329,9 +396,35 @@ SLOW = (
                 "vfl predict runs/adult --data NEW.csv --out scored.csv",
                 files=("scored.csv",),
             ),
+            Step(
+                PREDICT,
+                "",
+                python=(
+                    'model = vfl.load_model("runs/adult")',
+                    'rows = read_adult_file(data_dir() / "adult" / "adult.test").head(100)',
+                    'dataset = vfl.load_dataset("adult")',
+                ),
+                checks=PREDICT_CHECKS,
+                files=("runs/my-modules/bundle",),
+            ),
         ),
         slow=True,
         prepare=_new_rows,
+    ),
+    Session(
+        "experiments-python",
+        (
+            Step(
+                EXPERIMENTS,
+                "",
+                python=('sweep = read_sweep(Path("experiments/examples/adult_lr_sweep.toml"))',),
+                replace=SHORT_SWEEP_FILE,
+                checks=SWEEP_PYTHON_CHECKS,
+                timeout=1200,
+            ),
+        ),
+        slow=True,
+        prepare=_short_sweep_copy,
     ),
     Session(
         "predict-life-cycle-of-a-deployment",

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.shipped.doc_commands import ROOT, Session, Workspace, all_commands, commands_in
+from tests.shipped.doc_commands import (
+    ROOT,
+    Session,
+    Workspace,
+    all_commands,
+    all_python_blocks,
+    commands_in,
+    python_blocks_in,
+)
 from tests.shipped.doc_sessions import NOT_RUN, SESSIONS
 
 
@@ -22,7 +30,18 @@ def flat(text: str) -> str:
 
 
 def registered() -> set[tuple[str, str]]:
-    return {(step.doc, step.command) for session in SESSIONS for step in session.steps}
+    return {
+        (step.doc, step.command)
+        for session in SESSIONS
+        for step in session.steps
+        if not step.python
+    }
+
+
+def registered_python() -> set[tuple[str, str]]:
+    return {
+        (step.doc, key) for session in SESSIONS for step in session.steps for key in step.python
+    }
 
 
 def test_every_doc_command_is_run_by_a_test_or_named_with_a_reason() -> None:
@@ -42,6 +61,43 @@ def test_every_doc_command_is_run_by_a_test_or_named_with_a_reason() -> None:
     assert untested == [], "doc commands no test runs:\n" + "\n".join(untested)
     assert gone == [], f"doc_sessions names commands the docs do not hold: {gone}"
     assert all(reason for reason in NOT_RUN.values())
+
+
+def test_every_python_block_of_the_docs_is_run_by_a_test_or_named_with_a_reason() -> None:
+    # Prepare
+    blocks = list(all_python_blocks())
+    documented = {(block.doc, block.key) for block in blocks}
+
+    # Execute
+    untested = [
+        f"{block.doc}:{block.line}: {block.key}"
+        for block in blocks
+        if (block.doc, block.key) not in registered_python() | set(NOT_RUN)
+    ]
+    gone = sorted(registered_python() - documented)
+
+    # Assert: every block has a key of its own in its document, and a step or a reason
+    assert len(documented) == len(blocks), "two python blocks of one doc begin alike"
+    assert untested == [], "python blocks no test runs:\n" + "\n".join(untested)
+    assert gone == [], f"doc_sessions names python blocks the docs do not hold: {gone}"
+
+
+def test_the_check_sees_a_python_block_added_to_a_doc(tmp_path: Path) -> None:
+    # Prepare: the negative control: a doc with a new block beside a shell block
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "```sh\nvfl data list\n```\n  ```python\n  import vfl\n\n  vfl.new_thing(1)  # new\n"
+        "  print(2)\n  ```\n"
+    )
+
+    # Execute
+    found = python_blocks_in(doc, root=tmp_path)
+
+    # Assert
+    assert [(b.key, b.line, b.code) for b in found] == [
+        ("vfl.new_thing(1)", 5, "import vfl\n\nvfl.new_thing(1)  # new\nprint(2)\n")
+    ]
+    assert ("doc.md", "vfl.new_thing(1)") not in registered_python()
 
 
 def test_the_check_sees_a_command_added_to_a_doc(tmp_path: Path) -> None:

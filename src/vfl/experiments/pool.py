@@ -11,12 +11,40 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 
 from vfl.experiments.tasks import RunOutcome, RunTask, record_failure, run_task
 from vfl.run.signals import Interrupted, stop_on_signals
+
+UNGUARDED_SCRIPT = (
+    "vfl: a sweep worker stopped at its start: it imports the script that started the sweep,"
+    " and that script calls run_sweep at its top level. Call it under"
+    ' `if __name__ == "__main__":` (docs/experiments.md, "From Python"), or pass workers=1'
+)
+BROKEN_POOL = (
+    "a worker process ended abruptly (killed, out of memory, or stopped at its start: see the"
+    " lines above)"
+)
+
+
+def refuse_inside_worker_start() -> None:
+    """Stop a pool worker that, importing the user's script at its start, reached ``run_sweep``.
+
+    A ``spawn`` worker runs the main script again before its task; a script without the
+    ``__main__`` guard would plan (and start) the sweep again in every worker. Python marks
+    that phase on the process (``_inheriting``), the mark its own refusal to start a process
+    then reads, so the worker ends here with one line, before it touches a folder.
+    """
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        sys.exit(UNGUARDED_SCRIPT)
+
+
+class WorkerEnded(RuntimeError):
+    """The worker process that ran (or was to run) a task ended without its outcome."""
 
 
 class Stopped(Exception):
@@ -108,5 +136,7 @@ def _reason(outcome: RunOutcome) -> str:
 def _collect(future: Future[RunOutcome], task: RunTask) -> RunOutcome:
     try:
         return future.result()
-    except Exception as error:  # the worker process died (killed, out of memory)
+    except BrokenProcessPool:
+        return record_failure(task, WorkerEnded(BROKEN_POOL), traceback.format_exc(), 0.0)
+    except Exception as error:  # the task could not reach the worker or come back
         return record_failure(task, error, traceback.format_exc(), 0.0)

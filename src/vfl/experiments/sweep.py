@@ -21,7 +21,7 @@ from tqdm import tqdm
 from vfl.experiments.files import ERROR, Manifest, SettingEntry, write_manifest
 from vfl.experiments.folders import VERBS, FolderAction, plan_folders
 from vfl.experiments.plan import PlannedRun, RunState, plan
-from vfl.experiments.pool import Stopped, execute
+from vfl.experiments.pool import Stopped, execute, refuse_inside_worker_start
 from vfl.experiments.report import write_sweep_report
 from vfl.experiments.spec import SweepSpec
 from vfl.experiments.tasks import RunOutcome, RunTask, cores
@@ -144,7 +144,9 @@ def run_sweep(
             (before anything is written).
         ModuleNotFoundError: if ``ray`` is given and Ray is not installed (before anything is
             written).
+        SystemExit: in a pool worker that reached it while importing an unguarded script.
     """
+    refuse_inside_worker_start()
     runs = plan(spec)
     folder = spec.folder
     actions = plan_folders(folder, runs)
