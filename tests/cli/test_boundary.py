@@ -150,6 +150,27 @@ def test_a_corrupt_metrics_line_before_the_last_is_named(
     assert_one_line(outcome, 2, repr(str(run_dir / "metrics.jsonl")), "line 2")
 
 
+def test_a_changed_digit_in_a_metrics_record_is_refused_naming_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: line 2 still valid JSON, one digit changed (a flipped bit, or an edit)
+    run_dir = tmp_path / "run"
+    assert vfl(capsys, "run", str(small_config(tmp_path)), "--run-dir", str(run_dir)).status == 0
+    metrics = run_dir / "metrics.jsonl"
+    lines = metrics.read_text().splitlines()
+    lines[1] = lines[1].replace('"epoch": 1', '"epoch": 7')
+    metrics.write_text("\n".join(lines) + "\n")
+    damaged = metrics.read_bytes()
+
+    # Execute
+    outcome = vfl(capsys, "run", "--resume", str(run_dir), "--set", "train.epochs=4", "--quiet")
+
+    # Assert: one line naming the file, the line and the checksum; nothing shortened or copied
+    assert_one_line(outcome, 2, repr(str(metrics)), "line 2 (byte", "checksum")
+    assert metrics.read_bytes() == damaged
+    assert not list(run_dir.glob("metrics.jsonl.resumed-*"))
+
+
 def test_plotting_a_run_with_a_torn_metrics_line_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,6 +6,7 @@ Layout::
       config.toml       the resolved configuration
       partition.json    which features each party holds
       metrics.jsonl     one JSON record per evaluation (after every epoch)
+      metrics.jsonl.crc32  a checksum per record of metrics.jsonl (``record_sums``)
       summary.json      final and best metrics, bytes, rounds and time (a finished run)
       ledger.csv        bytes and message counts by round, phase, direction, party and kind
       checkpoint.pt     state after the last checkpointed round (for --resume)
@@ -29,6 +30,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from vfl.errors import ConfigError, VflError
+from vfl.results.record_sums import (
+    DamagedRecordsError,
+    append_line,
+    check_sums,
+    summed,
+    write_lines,
+)
 
 CONFIG = "config.toml"
 PARTITION = "partition.json"
@@ -108,8 +116,7 @@ class RunDirectory:
 
     def append_metrics(self, record: dict[str, Any]) -> None:
         """Append one evaluation record to ``metrics.jsonl``."""
-        with self.file(METRICS).open("a") as handle:
-            handle.write(json.dumps(record, sort_keys=False) + "\n")
+        append_line(self.file(METRICS), json.dumps(record, sort_keys=False))
         for sink in self.sinks:
             sink.write(record)
 
@@ -129,8 +136,9 @@ class RunDirectory:
 
         A last line cut short (the process was killed while writing it) is dropped: it was
         written after the checkpoint, so the resumed run writes it again. When anything is
-        dropped, the file as it was is kept first (``metrics.jsonl.resumed-<UTC time>``). Every
-        sink (TensorBoard) drops its records of later rounds too.
+        dropped, the file as it was is kept first (``metrics.jsonl.resumed-<UTC time>``). The
+        checksums are rewritten with it (a run from before them gets them). Every sink
+        (TensorBoard) drops its records of later rounds too.
         """
         for sink in self.sinks:
             sink.truncate(rounds)
@@ -138,10 +146,11 @@ class RunDirectory:
         if not path.exists():
             return
         kept = [r for r in read_records(path, torn_tail=True) if int(r["round"]) <= rounds]
-        text = "".join(json.dumps(r) + "\n" for r in kept)
-        if text != path.read_text():
+        lines = [json.dumps(r) for r in kept]
+        if path.read_text() != "".join(line + "\n" for line in lines):
             keep_copy(path, "resumed")
-            self.write_text(METRICS, text)
+        if not summed(path, lines):
+            write_lines(path, lines)
 
     def write_json(self, name: str, data: dict[str, Any]) -> None:
         """Write a JSON file atomically."""
@@ -243,13 +252,19 @@ def read_records(path: Path, *, torn_tail: bool = False) -> list[dict[str, Any]]
     """The JSON records of a JSON-lines file vfl appends to (one record and newline a write).
 
     A last line without its newline that is not JSON is the torn tail a killed process leaves:
-    with ``torn_tail`` it is left out. Any other line that is not JSON is damage.
+    with ``torn_tail`` it is left out. Any other line that is not JSON is damage, and so is a
+    line that differs from its checksum where the file has them (``record_sums``).
 
     Raises:
-        RunFileError: naming the file and the line that is not a JSON record.
+        RunFileError: naming the file and the line that is not a JSON record or differs from
+            its checksum.
     """
     text = path.read_text()
     lines = text.split("\n")
+    try:
+        check_sums(path, lines[:-1])
+    except DamagedRecordsError as error:
+        raise RunFileError(str(error)) from None
     records = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
