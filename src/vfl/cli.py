@@ -196,7 +196,13 @@ def _version() -> str:
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    _run_arguments(commands.add_parser("run", help="train from a TOML config"), attack=False)
+    run = commands.add_parser(
+        "run",
+        help="train from a TOML config",
+        description="Train a model from a TOML config (every party, in one process) into a run"
+        " directory: metrics, summary, ledger, checkpoint and model bundles.",
+    )
+    _run_arguments(run, attack=False)
     attack = commands.add_parser(
         "attack", help="train from a TOML config with its [attack] watching one role"
     )

@@ -491,6 +491,20 @@ CASES: dict[str, Case] = {
     ),
     # prediction and data commands
     "predict with a run that has no bundle": Case(lambda w: ["predict", str(w.root)], "bundle"),
+    "predict a run folder that does not exist": Case(
+        lambda w: ["predict", str(w.root / "no-such-run")], "no-such-run' does not exist"
+    ),
+    "predict a missing --data file over an existing --out": Case(
+        lambda w: [
+            "predict",
+            str(w.finished),
+            "--data",
+            str(w.root / "nope.csv"),
+            "--out",
+            str(w.finished / "config.toml"),
+        ],
+        "nope.csv': no such file",
+    ),
     "predict on a table missing a column": Case(
         lambda w: [
             "predict",

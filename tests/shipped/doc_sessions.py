@@ -108,6 +108,7 @@ assert sim.trainer.ledger.total(phase="train") > 0
 probabilities = model.predict_proba(list(data.test_blocks))
 assert probabilities.shape == (len(data.test_blocks[0]), 2)
 assert abs(probabilities.sum(axis=1) - 1).max() < 1e-6
+assert list(model.classes) == list(dataset.classes)
 """
 COMPRESSION_CHECKS = """
 assert isinstance(c.payload, bytes) and c.bits == compressor.message_bits(shape)
@@ -142,7 +143,10 @@ FAST = (
             Step(
                 R,
                 "",
-                python=('dataset = vfl.load_dataset("adult")', 'vfl.export(sim, "runs/my-model")'),
+                python=(
+                    'dataset = vfl.load_dataset("adult")',
+                    'vfl.export(sim, "runs/my-model", classes=dataset.classes)',
+                ),
                 checks=README_PYTHON_CHECKS,
                 expect=("epoch 3 |",),
                 files=("runs/my-model/bundle",),

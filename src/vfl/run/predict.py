@@ -159,6 +159,8 @@ class Model:
         Raises:
             DataError: naming a bundle file that is missing or malformed.
         """
+        if not Path(run_dir).is_dir():
+            raise DataError(f"run directory {str(run_dir)!r} does not exist")
         folder = Path(run_dir) / bundles.BUNDLE
         if not folder.is_dir():
             raise DataError(f"{folder} does not exist: the run exported no model bundles")

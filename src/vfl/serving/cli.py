@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from vfl.errors import DataError
+
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``predict`` to an ``argparse`` subparsers object."""
@@ -38,6 +40,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _predict(args: argparse.Namespace) -> int:
     from vfl.results.files import check_output
 
+    _check_inputs(args.run_dir, args.data)
     out = args.out or args.run_dir / "predictions.csv"
     check_output(out, force=args.force, inputs=() if args.data is None else (args.data,))
     from vfl.serving.batch import predict, unseen_note, write_predictions  # torch loads slowly
@@ -55,3 +58,11 @@ def _predict(args: argparse.Namespace) -> int:
         line += f" ({shown} on the labels the rows held)"
     print(line)
     return 0
+
+
+def _check_inputs(run_dir: Path, data: Path | None) -> None:
+    """What the command reads is there, before anything about what it writes is said."""
+    if not run_dir.is_dir():
+        raise DataError(f"run directory {str(run_dir)!r} does not exist")
+    if data is not None and not data.is_file():
+        raise DataError(f"--data {str(data)!r}: no such file (a CSV or Parquet table of raw rows)")
