@@ -177,6 +177,51 @@ def test_launch_stops_every_process_and_names_a_refused_party(tmp_path: Path) ->
     assert "wrong token" in (scenario.run_dir / "logs" / "server.log").read_text()
 
 
+def test_launch_refuses_a_party_state_of_an_earlier_run_before_it_starts_anything(
+    tmp_path: Path,
+) -> None:
+    # Prepare: party 2's state directory holds an earlier run; the run folder is new
+    scenario = make_scenario(tmp_path)
+    scenario.state_dir(2).mkdir()
+    (scenario.state_dir(2) / "checkpoint-5.pt").write_bytes(b"kept")
+
+    # Execute
+    result = run_launch(scenario, timeout=120)
+
+    # Assert: one line naming the folder, how to continue and how to start anew; no process
+    # was started (the logs folder comes before the first), nothing of the old run changed
+    assert result.returncode == 2
+    assert "the state directories of parties [2] hold a previous run" in result.stderr
+    assert "--resume`" in result.stderr and "journal_dir" in result.stderr
+    assert not scenario.run_dir.exists()
+    assert (scenario.state_dir(2) / "checkpoint-5.pt").read_bytes() == b"kept"
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (("id_column", "id_colum"), "unknown key 'data.id_colum' (did you mean 'data.id_column'?)"),
+        (("party2-state", ""), "state_dir"),
+    ],
+    ids=["a mistyped key", "an empty state_dir"],
+)
+def test_launch_names_a_party_config_mistake_before_it_starts_anything(
+    tmp_path: Path, edit: tuple[str, str], expected: str
+) -> None:
+    # Prepare
+    scenario = make_scenario(tmp_path)
+    party2 = scenario.party_tomls[2]
+    party2.write_text(party2.read_text().replace(*edit))
+
+    # Execute
+    result = run_launch(scenario, timeout=120)
+
+    # Assert: the file and the key, before any process or folder
+    assert result.returncode == 2
+    assert f"{party2}: " in result.stderr and expected in result.stderr
+    assert not scenario.run_dir.exists()
+
+
 def test_the_server_never_starts_a_new_run_over_a_users_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -93,6 +93,20 @@ def _free_port_in_deploy_example(root: Path, values: dict[str, str]) -> None:
         path.write_text(text)
 
 
+def _after_a_quick_start(root: Path, values: dict[str, str]) -> None:
+    """``examples/deploy`` as docs/deployment.md's quick start leaves it (what a copy must skip)."""
+    _free_port_in_deploy_example(root, values)
+    for made in (
+        "data/labels_train.csv",
+        "certs/ca.pem",
+        "state/party1/x",
+        "runs/deploy-example/x",
+    ):
+        path = root / "examples" / "deploy" / made
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("left by a quick start\n")
+
+
 def _short_sweep_copy(root: Path, values: dict[str, str]) -> None:
     """``adult_lr_sweep_short.toml`` beside the shipped sweep: 1 epoch on 2,000 rows per run."""
     folder = root / "experiments" / "examples"
@@ -435,7 +449,8 @@ SLOW = (
         (
             Step(
                 PREDICT,
-                "cp -r examples/deploy /tmp/vfl-lifecycle && cd /tmp/vfl-lifecycle",
+                "mkdir /tmp/vfl-lifecycle && cp examples/deploy/*.toml examples/deploy/make_data.py"
+                " /tmp/vfl-lifecycle && cd /tmp/vfl-lifecycle",
                 replace=(("/tmp/vfl-lifecycle", "{tmp}/vfl-lifecycle"),),
             ),
             Step(PREDICT, "python make_data.py --out data", files=("tmp/vfl-lifecycle/data",)),
@@ -488,7 +503,7 @@ SLOW = (
             ),
         ),
         slow=True,
-        prepare=_free_port_in_deploy_example,
+        prepare=_after_a_quick_start,
     ),
     Session(
         "reproduction-sweeps",

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from vfl.deploy.config import load_run_config
+from vfl.deploy.config import PartyConfig, load_run_config
 from vfl.deploy.port_file import read_port
+from vfl.deploy.preflight import check_no_previous_run, checked_parties
 from vfl.deploy.run_folder import LOGS, check_run_directory
 from vfl.deploy.stopping import LaunchStop, again_command, forwarding_signals, launch_stopped
 from vfl.errors import ConfigError, ProtocolError, VflError
@@ -120,9 +121,10 @@ def launch(
         progress: Shows this launch's notes and the server's reports (default: a terminal's).
 
     Raises:
-        ConfigError: if a party entry names no PARTY.toml, or (a new run) ``run_dir`` holds
-            a run (the message names the command that continues it) or anything else but
-            ``logs`` (checked before anything is written).
+        ConfigError: if a party entry names no PARTY.toml, a PARTY.toml or TLS file is
+            invalid, or (a new run) ``run_dir`` or a party's ``state_dir`` holds a run (the
+            message names the command that continues it), or ``run_dir`` anything else but
+            ``logs`` (checked before anything is written or started).
         ProtocolError: if a process fails (the message names it and quotes its log).
         LaunchStopped: if a signal stopped it.
     """
@@ -132,8 +134,9 @@ def launch(
         raise ConfigError(f"vfl launch needs config = PARTY.toml for parties {missing}")
     again = again_command(run_toml, run_dir, overrides)
     run_dir = run_dir if run_dir is not None else default_run_dir(config, run_toml.stem)
+    parties = checked_parties(deployment)
     if predict is None:  # before the logs folder goes in: nothing of a user's is replaced
-        check_run_directory(run_dir, resume, f"{again} --resume")
+        _check_new_or_resumed(run_dir, resume, again, parties)
     progress = progress or Terminal()
     logs = (run_dir if predict is None else predict.model) / LOGS
     logs.mkdir(parents=True, exist_ok=True)
@@ -169,6 +172,21 @@ def launch(
     if stop.reason:
         raise LaunchStopped(launch_stopped(run_dir, stop.reason, again), stop.reason)
     return run_dir
+
+
+def _check_new_or_resumed(
+    run_dir: Path, resume: bool, again: str, parties: dict[int, PartyConfig]
+) -> None:
+    """The run folder (as ``vfl server`` checks it) and, for a new run, every party's state."""
+    existed = run_dir.exists()
+    check_run_directory(run_dir, resume, f"{again} --resume")
+    try:
+        if not resume:
+            check_no_previous_run(parties, again)
+    except ConfigError:
+        if not existed:
+            run_dir.rmdir()  # made empty by the check just now
+        raise
 
 
 def _environment(processes: int) -> dict[str, str]:
