@@ -42,6 +42,7 @@ from vfl.config.stages import (
     PrivacyConfig,
     RatioScheduleConfig,
 )
+from vfl.schedules import SCHEDULES
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,32 @@ def _accepts(link: CompressorConfig, parameter: str) -> bool:
     """Whether the link's compressor takes ``parameter`` (lazily: the registry needs torch)."""
     if link.name == NO_COMPRESSOR:
         return False
+    from vfl.compress.registry import COMPRESSORS, parameters
+
+    return link.name not in COMPRESSORS or parameter in parameters(link.name)
+
+
+def _selects(link: CompressorConfig) -> bool:
+    """Whether the link's compressor selects components (top-k): ``select`` steers it."""
+    if link.name == NO_COMPRESSOR:
+        return False
     from vfl.compress.registry import COMPRESSORS
 
-    cls = COMPRESSORS.get(link.name)
-    return cls is None or parameter in {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    registered = COMPRESSORS.get(link.name)
+    return registered is None or registered.selects
+
+
+def _bit_schedule_reads(key: str) -> Callable[[CompressorConfig], bool]:
+    return lambda link: key in SCHEDULES[link.schedule].bit_keys
+
+
+def _ratio_kind_reads(key: str) -> Callable[[RatioScheduleConfig], bool]:
+    return lambda schedule: key in SCHEDULES[schedule.kind].ratio_keys
+
+
+def _kinds_reading(key: str) -> str:
+    kinds = [name for name, kind in SCHEDULES.items() if key in kind.ratio_keys]
+    return "with kind = " + " or ".join(repr(kind) for kind in kinds)
 
 
 def _bits_apply(link: CompressorConfig) -> bool:
@@ -85,10 +108,6 @@ def _noised(config: RunConfig) -> bool:
 
 def _attack(name: str) -> Callable[[AttackConfig], bool]:
     return lambda attack: attack.name == name
-
-
-def _ratio_kind(kind: str) -> Callable[[RatioScheduleConfig], bool]:
-    return lambda schedule: schedule.kind == kind
 
 
 _PBM = "with privacy.mechanism = 'pbm'"
@@ -128,24 +147,24 @@ APPLICABILITY: dict[type, tuple[Applies, ...]] = {
     ),
     CompressorConfig: (
         Applies("bits", _bits_apply, "with a quantizer, or 'topk' without a ratio"),
-        Applies("range", lambda c: _accepts(c, "low"), "with a quantizer ('scalar', 'lattice')"),
+        Applies("range", lambda c: _accepts(c, "low"), "with a compressor that takes a range"),
         Applies(
             "low",
             lambda c: c.range == "fixed" and _accepts(c, "low"),
-            "with a quantizer and range = 'fixed'",
+            "with a compressor that takes a range, and range = 'fixed'",
         ),
         Applies(
             "high",
             lambda c: c.range == "fixed" and _accepts(c, "high"),
-            "with a quantizer and range = 'fixed'",
+            "with a compressor that takes a range, and range = 'fixed'",
         ),
-        Applies("ratio", lambda c: _accepts(c, "ratio"), "with name = 'topk'"),
-        Applies("select", lambda c: c.name == "topk", "with name = 'topk'"),
-        Applies("per_row", lambda c: _accepts(c, "per_row"), "with name = 'topk'"),
+        Applies("ratio", lambda c: _accepts(c, "ratio"), "with a compressor that takes a ratio"),
+        Applies("select", _selects, "with a compressor that selects components ('topk')"),
+        Applies("per_row", lambda c: _accepts(c, "per_row"), "with a compressor that takes it"),
         Applies(
             "schedule", _bits_apply, "where bits apply: a quantizer, or 'topk' without a ratio"
         ),
-        Applies("steps", lambda c: c.schedule == "steps", "with schedule = 'steps'"),
+        Applies("steps", _bit_schedule_reads("steps"), "with a schedule that reads steps"),
     ),
     PrivacyConfig: (
         Applies("trials", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
@@ -155,14 +174,9 @@ APPLICABILITY: dict[type, tuple[Applies, ...]] = {
         Applies("sampler", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
     ),
     GradientNoiseConfig: (Applies("clip", lambda g: g.enabled, "with noise_multiplier > 0"),),
-    RatioScheduleConfig: (
-        Applies("value", _ratio_kind("constant"), "with kind = 'constant'"),
-        Applies("steps", _ratio_kind("steps"), "with kind = 'steps'"),
-        Applies("start_round", _ratio_kind("linear"), "with kind = 'linear'"),
-        Applies("end_round", _ratio_kind("linear"), "with kind = 'linear'"),
-        Applies("start_value", _ratio_kind("linear"), "with kind = 'linear'"),
-        Applies("end_value", _ratio_kind("linear"), "with kind = 'linear'"),
-        Applies("values", _ratio_kind("table"), "with kind = 'table'"),
+    RatioScheduleConfig: tuple(
+        Applies(key, _ratio_kind_reads(key), _kinds_reading(key))
+        for key in (f.name for f in dataclasses.fields(RatioScheduleConfig) if f.name != "kind")
     ),
     LightweightConfig: (
         Applies("prune_at", _prunes, "when a party prunes (alpha above 0 in some round)"),

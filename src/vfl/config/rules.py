@@ -39,6 +39,7 @@ from vfl.config.sections import (
     TargetConfig,
 )
 from vfl.config.stages import CompressorConfig, LightweightConfig, RatioScheduleConfig
+from vfl.schedules import SCHEDULES
 
 FIXED_PARTIES = {"halves": 2, "quadrants": 4}
 """Partition schemes that make a fixed number of parties."""
@@ -170,9 +171,9 @@ def _fixed_range_is_ordered(link: CompressorConfig) -> None:
 @rule(CompressorConfig)
 def _steps_schedule_has_steps(link: CompressorConfig) -> None:
     check(
-        link.schedule != "steps" or bool(link.steps),
+        "steps" not in SCHEDULES[link.schedule].bit_keys or bool(link.steps),
         "steps",
-        "schedule 'steps' needs [[round, bits], ...] pairs",
+        f"schedule {link.schedule!r} needs [[round, bits], ...] pairs",
     )
 
 
@@ -188,27 +189,24 @@ def _compressor_is_registered(link: CompressorConfig) -> None:
     )
 
 
-@rule(RatioScheduleConfig)
-def _steps_kind_has_steps(schedule: RatioScheduleConfig) -> None:
-    check(
-        schedule.kind != "steps" or bool(schedule.steps),
-        "steps",
-        "kind 'steps' needs [[round, ratio], ...] pairs",
-    )
+LIST_KEYS = {"steps": "[[round, ratio], ...] pairs", "values": "one ratio per round"}
+"""The list keys of a ratio schedule, each with what it must hold when the kind reads it."""
 
 
 @rule(RatioScheduleConfig)
-def _table_kind_has_values(schedule: RatioScheduleConfig) -> None:
-    check(
-        schedule.kind != "table" or bool(schedule.values),
-        "values",
-        "kind 'table' needs one ratio per round",
-    )
+def _read_lists_are_given(schedule: RatioScheduleConfig) -> None:
+    for key in SCHEDULES[schedule.kind].ratio_keys:
+        if key in LIST_KEYS:
+            check(
+                bool(getattr(schedule, key)),
+                key,
+                f"kind {schedule.kind!r} needs {LIST_KEYS[key]}",
+            )
 
 
 @rule(RatioScheduleConfig)
 def _ratio_schedule_builds(schedule: RatioScheduleConfig) -> None:
-    if schedule.kind != "constant":
+    if not SCHEDULES[schedule.kind].constant:
         check_ratio_schedule(schedule)
 
 

@@ -52,7 +52,7 @@ from vfl.run.probe import Probe
 from vfl.run.progress import Progress, Terminal
 from vfl.run.session import LocalParties, PartyGroup, Session
 from vfl.run.signals import StopRequest
-from vfl.run.stages import NoiseSource, noise_source, use_threads
+from vfl.run.stages import NoiseSource, noise_source, nominal_bits, use_threads
 from vfl.seeding import derive_seed
 
 log = logging.getLogger(__name__)
@@ -364,8 +364,8 @@ def round_shape(config: RunConfig, loop: ServerLoop) -> RoundShape:
         batch=config.train.batch_size,
         widths=list(loop.server.embedding_dims.values()),
         server_parameters=sum(p.numel() for p in loop.server.head.parameters()),
-        embedding=(compress.embedding.name, compress.embedding.bits),
-        gradient=(compress.gradient.name, compress.gradient.bits),
+        embedding_bits=nominal_bits(compress.embedding),
+        gradient_bits=nominal_bits(compress.gradient),
         rounds_per_epoch=len(loop.sampler),
     )
 
