@@ -23,7 +23,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from vfl.config.attack import AttackConfig
+from vfl.config.attack import ATTACKS, NO_ATTACK, AttackConfig
 from vfl.config.buildable import NO_COMPRESSOR
 from vfl.config.io import from_mapping
 from vfl.config.schema import RunConfig
@@ -182,19 +182,12 @@ APPLICABILITY: dict[type, tuple[Applies, ...]] = {
         Applies("prune_at", _prunes, "when a party prunes (alpha above 0 in some round)"),
     ),
     AttackConfig: (
-        Applies("role", lambda a: a.name != "none", "with an attack name"),
-        Applies("party", lambda a: a.name != "none", "with an attack name"),
+        Applies("role", lambda a: a.name != NO_ATTACK, "with an attack name"),
+        Applies("party", lambda a: a.name != NO_ATTACK, "with an attack name"),
         *(
-            Applies(f"{name}.{field}", _attack(name), f"with name = {name!r}")
-            for name, fields in (
-                ("label_inference", ("known_positives", "multiclass")),
-                ("model_completion", ("labels", "hidden", "epochs", "lr")),
-                (
-                    "feature_reconstruction",
-                    ("aux_fraction", "hidden", "epochs", "batch_size", "lr"),
-                ),
-            )
-            for field in fields
+            Applies(key, _attack(name), f"with name = {name!r}")
+            for name, entry in ATTACKS.items()
+            for key in entry.setting_keys()
         ),
     ),
     RunConfig: (

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from vfl.config.applicability import inapplicable, reading_saved
-from vfl.config.attack import ATTACK_ROLES, AttackConfig
+from vfl.config.attack import ATTACKS, NO_ATTACK, AttackConfig, attacks_by
 from vfl.config.buildable import (
     NO_COMPRESSOR,
     check_bit_schedule,
@@ -347,8 +347,9 @@ def _links_match_labels(config: RunConfig) -> None:
 
 @rule(AttackConfig)
 def _attack_runs_at_its_role(attack: AttackConfig) -> None:
-    role = ATTACK_ROLES.get(attack.name)
-    valid = ", ".join(repr(n) for n, r in ATTACK_ROLES.items() if r == attack.role)
+    entry = ATTACKS.get(attack.name)
+    role = entry.role if entry is not None else None
+    valid = ", ".join(repr(name) for name in attacks_by(attack.role))
     check(
         role is None or role == attack.role,
         "role",
@@ -361,7 +362,7 @@ def _attack_runs_at_its_role(attack: AttackConfig) -> None:
 def _attack_fits_the_run(config: RunConfig) -> None:
     """An attack needs messages to observe, and a party attacker must not hold the labels."""
     attack = config.attack
-    if attack.name == "none":
+    if attack.name == NO_ATTACK:
         return
     check(config.protocol.mode == "vfl", "attack.name", "the centralized baseline sends nothing")
     check(
