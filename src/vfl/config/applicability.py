@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from vfl.config.attack import ATTACKS, NO_ATTACK, AttackConfig
 from vfl.config.buildable import NO_COMPRESSOR
 from vfl.config.io import from_mapping
+from vfl.config.mechanisms import MECHANISMS, mechanisms_reading, mechanisms_that, naming
 from vfl.config.schema import RunConfig
 from vfl.config.sections import (
     BottomConfig,
@@ -103,14 +104,23 @@ def _prunes(lightweight: LightweightConfig) -> bool:
 
 
 def _noised(config: RunConfig) -> bool:
-    return config.privacy.mechanism == "pbm" or config.privacy.gradient_noise.enabled
+    return MECHANISMS[config.privacy.mechanism].noises or config.privacy.gradient_noise.enabled
+
+
+def _mechanism_reads(key: str) -> Applies:
+    reading = mechanisms_reading(key)
+    return Applies(
+        key,
+        lambda p: key in MECHANISMS[p.mechanism].reads,
+        "with mechanism = " + " or ".join(repr(name) for name in reading),
+    )
 
 
 def _attack(name: str) -> Callable[[AttackConfig], bool]:
     return lambda attack: attack.name == name
 
 
-_PBM = "with privacy.mechanism = 'pbm'"
+_PBM = f"with {naming(mechanisms_that('noises'))}"
 _METRIC = "with a target.metric (time to target)"
 
 APPLICABILITY: dict[type, tuple[Applies, ...]] = {
@@ -167,11 +177,10 @@ APPLICABILITY: dict[type, tuple[Applies, ...]] = {
         Applies("steps", _bit_schedule_reads("steps"), "with a schedule that reads steps"),
     ),
     PrivacyConfig: (
-        Applies("trials", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
-        Applies("beta", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
-        Applies("clip", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
-        Applies("eval_fraction_bits", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
-        Applies("sampler", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
+        *(
+            _mechanism_reads(key)
+            for key in dict.fromkeys(key for _, entry in MECHANISMS.items() for key in entry.reads)
+        ),
     ),
     GradientNoiseConfig: (Applies("clip", lambda g: g.enabled, "with noise_multiplier > 0"),),
     RatioScheduleConfig: tuple(
@@ -195,7 +204,10 @@ APPLICABILITY: dict[type, tuple[Applies, ...]] = {
         Applies("privacy.delta", _noised, f"{_PBM} or privacy.gradient_noise"),
         Applies(
             "compress.evaluation",
-            lambda c: c.privacy.mechanism != "pbm" and c.compress.embedding.name != NO_COMPRESSOR,
+            lambda c: (
+                not MECHANISMS[c.privacy.mechanism].sums_only
+                and c.compress.embedding.name != NO_COMPRESSOR
+            ),
             "with an embedding compressor and without PBM (whose evaluations are summed securely)",
         ),
         Applies(

@@ -28,6 +28,7 @@ from vfl.config.buildable import (
 )
 from vfl.config.fields import finite, show
 from vfl.config.io import FieldError, check
+from vfl.config.mechanisms import MECHANISMS, mechanisms_that, naming
 from vfl.config.schema import RunConfig
 from vfl.config.section import Section, rule
 from vfl.config.sections import (
@@ -227,58 +228,66 @@ def _secure_aggregation_sums_pbm_counts(config: RunConfig) -> None:
         f" not {config.model.head.fusion!r}",
     )
     check(
-        config.privacy.mechanism == "pbm",
+        MECHANISMS[config.privacy.mechanism].sums_only,
         "privacy.secure_aggregation",
-        "'on' aggregates integer counts: set privacy.mechanism = 'pbm'",
+        f"'on' aggregates integer counts: set {naming(mechanisms_that('sums_only'))}",
     )
 
 
 @rule(RunConfig)
-def _check_pbm(config: RunConfig) -> None:
-    """PBM needs sum fusion, bounded embeddings and private labels (VFL-PBM section 4)."""
-    if config.privacy.mechanism != "pbm":
-        return
-    check(
-        config.model.head.fusion == "sum",
-        "model.head.fusion",
-        "privacy.mechanism 'pbm' sends counts the server can only sum: use fusion 'sum', not"
-        f" {config.model.head.fusion!r}",
-    )
-    check(
-        config.model.bottom.output_activation == "tanh",
-        "model.bottom.output_activation",
-        "privacy.mechanism 'pbm' needs bounded embeddings: use 'tanh' (|x| <= 1), not"
-        f" {config.model.bottom.output_activation!r}",
-    )
-    check(
-        config.privacy.clip >= 1.0,
-        "privacy.clip",
-        f"tanh embeddings reach 1, so clip must be >= 1, got {config.privacy.clip}",
-    )
-    _check_pbm_protocol(config)
+def _mechanism_fits_the_model(config: RunConfig) -> None:
+    """Sums need sum fusion; a bounded mechanism, bounded embeddings (VFL-PBM section 4)."""
+    name = config.privacy.mechanism
+    entry = MECHANISMS[name]
+    if entry.sums_only:
+        check(
+            config.model.head.fusion == "sum",
+            "model.head.fusion",
+            f"privacy.mechanism {name!r} sends counts the server can only sum: use fusion"
+            f" 'sum', not {config.model.head.fusion!r}",
+        )
+    if entry.bounded:
+        check(
+            config.model.bottom.output_activation == "tanh",
+            "model.bottom.output_activation",
+            f"privacy.mechanism {name!r} needs bounded embeddings: use 'tanh' (|x| <= 1), not"
+            f" {config.model.bottom.output_activation!r}",
+        )
+        check(
+            config.privacy.clip >= 1.0,
+            "privacy.clip",
+            f"tanh embeddings reach 1, so clip must be >= 1, got {config.privacy.clip}",
+        )
+    _mechanism_fits_the_protocol(config)
 
 
-def _check_pbm_protocol(config: RunConfig) -> None:
-    check(
-        config.protocol.labels == "private",
-        "protocol.labels",
-        "privacy.mechanism 'pbm' works with labels private to the server",
-    )
-    check(
-        config.protocol.schedule == "parallel",
-        "protocol.schedule",
-        "privacy.mechanism 'pbm' uses the parallel schedule",
-    )
-    check(
-        config.compress.embedding.name == NO_COMPRESSOR,
-        "compress.embedding.name",
-        "with privacy.mechanism 'pbm' the uploads are PBM counts; set no embedding compressor",
-    )
-    check(
-        config.protocol.active_party == 0,
-        "protocol.active_party",
-        "privacy.mechanism 'pbm' protects every party's features: no party can sit with the server",
-    )
+def _mechanism_fits_the_protocol(config: RunConfig) -> None:
+    name = config.privacy.mechanism
+    entry = MECHANISMS[name]
+    if entry.protocol:
+        check(
+            config.protocol.labels == "private",
+            "protocol.labels",
+            f"privacy.mechanism {name!r} works with labels private to the server",
+        )
+        check(
+            config.protocol.schedule == "parallel",
+            "protocol.schedule",
+            f"privacy.mechanism {name!r} uses the parallel schedule",
+        )
+    if entry.sums_only:
+        check(
+            config.compress.embedding.name == NO_COMPRESSOR,
+            "compress.embedding.name",
+            f"with privacy.mechanism {name!r} the uploads are PBM counts; set no embedding"
+            " compressor",
+        )
+        check(
+            config.protocol.active_party == 0,
+            "protocol.active_party",
+            f"privacy.mechanism {name!r} protects every party's features: no party can sit with"
+            " the server",
+        )
 
 
 @rule(RunConfig)
@@ -292,10 +301,11 @@ def _check_sparsify(config: RunConfig) -> None:
         "lightweight.beta already sparsifies the uploads; quantize the kept values with"
         " 'scalar' or 'lattice' instead of 'topk'",
     )
+    name = config.privacy.mechanism
     check(
-        config.privacy.mechanism == "none",
+        not MECHANISMS[name].sums_only,
         "lightweight.beta",
-        "with privacy.mechanism 'pbm' the uploads are PBM counts, which cannot be sparsified",
+        f"with privacy.mechanism {name!r} the uploads are PBM counts, which cannot be sparsified",
     )
 
 
@@ -397,10 +407,11 @@ def _gradient_noise_needs_gradients(config: RunConfig) -> None:
 @rule(RunConfig)
 def _budget_needs_a_mechanism(config: RunConfig) -> None:
     privacy = config.privacy
+    spends = MECHANISMS[privacy.mechanism].noises or privacy.gradient_noise.enabled
     check(
-        privacy.max_epsilon == 0 or privacy.mechanism == "pbm" or privacy.gradient_noise.enabled,
+        privacy.max_epsilon == 0 or spends,
         "privacy.max_epsilon",
-        "a budget needs a mechanism that spends it: privacy.mechanism = 'pbm' or"
+        f"a budget needs a mechanism that spends it: {naming(mechanisms_that('noises'))} or"
         " privacy.gradient_noise.noise_multiplier > 0",
     )
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from vfl.config.fields import Each, Range, Registered, Satisfies, pairs
+from vfl.config.mechanisms import MECHANISMS, NO_MECHANISM
 from vfl.config.section import Section
 from vfl.schedules import SCHEDULES, bit_kinds, ratio_kinds, ratio_schedule
 
@@ -147,7 +148,7 @@ class PrivacyConfig(Section):
         gradient_noise: Clipping and Gaussian noise of the gradients the label holder sends.
     """
 
-    mechanism: Literal["none", "pbm"] = "none"
+    mechanism: Annotated[str, Registered(MECHANISMS.names)] = NO_MECHANISM
     trials: Annotated[int, Range(ge=1)] = 16
     beta: Annotated[float, Range(gt=0, le=0.25)] = 0.05
     clip: Annotated[float, Range(gt=0)] = 1.0

@@ -19,6 +19,7 @@ import torch
 
 from vfl.config import RunConfig
 from vfl.config.io import to_toml
+from vfl.config.mechanisms import MECHANISMS
 from vfl.config.rules import check_target_metric
 from vfl.data.dataset import Dataset
 from vfl.data.partition import Partition
@@ -48,11 +49,12 @@ from vfl.run.data import prepare
 from vfl.run.fit import EpochLimit, RunStopped, fit
 from vfl.run.folders import check_unchanged
 from vfl.run.folders import default_run_dir as default_run_dir  # its home before run/folders.py
+from vfl.run.privacy_stages import NoiseSource, noise_source
 from vfl.run.probe import Probe
 from vfl.run.progress import Progress, Terminal
 from vfl.run.session import LocalParties, PartyGroup, Session
 from vfl.run.signals import StopRequest
-from vfl.run.stages import NoiseSource, noise_source, nominal_bits, use_threads
+from vfl.run.stages import nominal_bits, use_threads
 from vfl.seeding import derive_seed
 
 log = logging.getLogger(__name__)
@@ -136,7 +138,7 @@ def _compose(
     if probe is not None:
         probe.attach(session, data)
         session.probe = probe
-    noised = config.privacy.mechanism == "pbm" or config.privacy.gradient_noise.enabled
+    noised = MECHANISMS[config.privacy.mechanism].noises or config.privacy.gradient_noise.enabled
     if noised and noise_source(config, deployed=False) == "seeded":
         log.warning("privacy noise: %s", noise_note("seeded"))
     return _Composed(dataset, partition, session, budget)

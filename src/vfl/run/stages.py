@@ -1,13 +1,11 @@
 """Every pipeline stage a config describes, built through the registries that own them.
 
 Link codecs (``vfl.compress`` compressors, bit schedules, LVFL sparsification), local steps and
-learning-rate schedules, the PBM stage of each role, each party's lightweighting state, and the
+learning-rate schedules, each party's lightweighting state, and the
 name of the protocol loop. Nothing else turns these config sections into objects.
 """
 
 from __future__ import annotations
-
-from typing import Literal
 
 import torch
 
@@ -19,20 +17,15 @@ from vfl.compress.registry import COMPRESSORS, make_compressor, parameters
 from vfl.compress.sparsify import SparsifyingCodec
 from vfl.config import CompressorConfig, RunConfig
 from vfl.config.buildable import NO_COMPRESSOR, compressor_parameters
+from vfl.config.mechanisms import MECHANISMS
 from vfl.models.optim import LearningRateSchedule
-from vfl.privacy.gradient_noise import GradientNoise
-from vfl.privacy.pbm import PoissonBinomialMechanism
-from vfl.privacy.randomness import count_sampler, mechanism_generator
-from vfl.privacy.secure_sum import PartySecureSum, ServerSecureSum
 from vfl.protocol.loop import Links, LoopOptions, ServerPrivacy
 from vfl.protocol.sampler import BatchSampler
 from vfl.prune.lightweight import Lightweighting
 from vfl.roles.local import LocalSteps
+from vfl.run.privacy_stages import compress_evaluation, gradient_noise
 from vfl.schedules import SCHEDULES, bit_schedule, ratio_schedule
 from vfl.seeding import derive_seed
-
-NoiseSource = Literal["seeded", "os"]
-"""Where privacy randomness comes from: seeded (reproducible simulation) or the OS."""
 
 LOSSLESS = CompressorConfig(name=Identity.name)
 """The link config of float32 payloads, where a protocol needs a payload but no compressor."""
@@ -155,17 +148,6 @@ def local_steps(config: RunConfig) -> LocalSteps:
     return LocalSteps(config.protocol.local_steps, config.protocol.proximal_mu)
 
 
-def mechanism(config: RunConfig) -> PoissonBinomialMechanism:
-    """The configured Poisson Binomial Mechanism."""
-    privacy = config.privacy
-    return PoissonBinomialMechanism(clip=privacy.clip, trials=privacy.trials, beta=privacy.beta)
-
-
-def secure_aggregation(config: RunConfig) -> bool:
-    """Whether counts are masked (``auto`` means on with PBM)."""
-    return config.privacy.secure_aggregation != "off"
-
-
 BOUNDED_ACTIVATIONS = ("tanh", "sigmoid")
 
 
@@ -193,79 +175,6 @@ def use_threads(threads: int) -> None:
         torch.set_num_threads(threads)
 
 
-def noise_source(config: RunConfig, *, deployed: bool) -> NoiseSource:
-    """Where the PBM noise comes from: ``privacy.randomness``, else the OS when deployed.
-
-    ``auto`` means the operating system in a deployment and a seeded generator in simulation.
-    """
-    chosen = config.privacy.randomness
-    if chosen == "auto":
-        return "os" if deployed else "seeded"
-    return chosen
-
-
-def compress_evaluation(config: RunConfig, *, deployed: bool) -> bool:
-    """Whether evaluation embeddings go through the embedding compressor.
-
-    ``compress.evaluation``; ``auto`` means yes in a deployment. PBM sums its evaluation
-    embeddings securely instead.
-    """
-    if config.privacy.mechanism == "pbm":
-        return False
-    chosen = config.compress.evaluation
-    return deployed if chosen == "auto" else chosen == "on"
-
-
-def party_privacy(config: RunConfig, party: int, *, deployed: bool) -> PartySecureSum | None:
-    """A party's PBM stage, or ``None`` without a privacy mechanism.
-
-    With OS randomness (``noise_source``; always in a deployment) the mechanism's sampler is
-    keyed from the operating system, never from ``train.seed``.
-    """
-    if config.privacy.mechanism != "pbm":
-        return None
-    os_entropy = noise_source(config, deployed=deployed) == "os"
-    seed = derive_seed(config.train.seed, "pbm", party)
-    sampler = count_sampler(config.privacy.sampler, seed, secure_rng=os_entropy)
-    return PartySecureSum(party, mechanism(config), sampler, secure=secure_aggregation(config))
-
-
-def gradient_noise(config: RunConfig, *, deployed: bool) -> GradientNoise | None:
-    """The label holder's gradient clipping and noise, or ``None`` when off.
-
-    Its randomness comes from where PBM's does (``noise_source``): the operating system in a
-    deployment, a generator seeded from ``(train.seed, "gradient-noise")`` in simulation.
-    """
-    noise = config.privacy.gradient_noise
-    if not noise.enabled:
-        return None
-    os_entropy = noise_source(config, deployed=deployed) == "os"
-    seed = derive_seed(config.train.seed, "gradient-noise")
-    return GradientNoise(
-        noise.clip, noise.noise_multiplier, mechanism_generator(seed, secure_rng=os_entropy)
-    )
-
-
-def server_privacy(config: RunConfig, party_ids: tuple[int, ...], width: int) -> ServerPrivacy:
-    """The server's PBM stage: secure sums over ``party_ids`` of ``width``-wide embeddings.
-
-    Its event counts every party's noise only when the counts are summed securely.
-    """
-    pbm = mechanism(config)
-    secure = secure_aggregation(config)
-    secure_sum = ServerSecureSum(
-        pbm, party_ids, secure=secure, fraction_bits=config.privacy.eval_fraction_bits
-    )
-    # Counts sent in the clear show the server each party's own count: its protection is that
-    # of one party's noise alone (M = 1, docs/privacy.md), not of the sum over every party.
-    contributors = len(party_ids) if secure else 1
-    return ServerPrivacy(
-        secure_sum=secure_sum,
-        event=pbm.event(parties=contributors, dimension=width),
-        delta=config.privacy.delta,
-    )
-
-
 def loop_options(
     config: RunConfig,
     num_train: int,
@@ -290,8 +199,9 @@ def loop_options(
 
 def protocol_name(config: RunConfig) -> str:
     """The registered loop (``vfl.protocol.registry``) that runs the configured protocol."""
-    if config.privacy.mechanism == "pbm":
-        return "private_sum"
+    required = MECHANISMS[config.privacy.mechanism].protocol
+    if required:
+        return required
     if config.protocol.labels == "shared":
         return "shared_labels"
     return "sequential" if config.protocol.schedule == "sequential" else "split"
