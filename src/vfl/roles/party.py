@@ -9,6 +9,7 @@ compressed embedding and a compressed copy of the server model, and trains again
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -32,10 +33,12 @@ from vfl.wire import (
     Ack,
     ActiveBlockRequest,
     CompressedEmbedReply,
+    CompressedGradEmbedRequest,
     CompressedGradRequest,
     EmbedReply,
     EmbedRequest,
     EvalRequest,
+    GradEmbedRequest,
     GradRequest,
     Message,
     PipelinedRequest,
@@ -120,31 +123,41 @@ class Party:
         self._last_round = -1
         self._scores: torch.Tensor | None = None  # |d loss / d H| per column, for top-k
         self._compute_seconds = 0.0  # the current round's forward and local steps
+        self._handlers = self._handler_table()
 
     def handle(self, message: Message) -> Message:
-        """Answer one request from the server."""
-        if isinstance(message, EmbedRequest):
-            return self._embed(message)
-        if isinstance(message, GradRequest | CompressedGradRequest):
-            return self._apply_grad(message)
-        if isinstance(message, PipelinedRequest):
-            step, embed = message.split()  # exactly the two requests it stands for, in order
-            self._apply_grad(step)
-            return self._embed(embed)
-        if isinstance(message, ViewBroadcast):
-            return self._apply_view(message)
-        if isinstance(message, ActiveBlockRequest):
-            return self._active_steps(message)
-        if isinstance(message, RefreshRequest):
-            return self._refresh(message)
-        if isinstance(message, SecAggSetup | PublicKeyDirectory):
-            return self._secure_sum_setup(message)
-        if isinstance(message, EvalRequest):
-            return self._evaluate(message)
-        if isinstance(message, Shutdown):
-            self._pending = self._saved = None
-            return Ack(round=message.round)
-        raise ProtocolError(f"party {self.party_id} cannot handle {type(message).__name__}")
+        """Answer one request from the server, by its handler for the message's kind."""
+        handler = self._handlers.get(message.KIND)
+        if handler is None:
+            raise ProtocolError(f"party {self.party_id} cannot handle {type(message).__name__}")
+        return handler(message)
+
+    def _handler_table(self) -> dict[int, Callable[[Any], Message]]:
+        """Each request kind a party answers, and the method that answers it."""
+        handlers: dict[type[Message], Callable[[Any], Message]] = {
+            EmbedRequest: self._embed,
+            GradRequest: self._apply_grad,
+            CompressedGradRequest: self._apply_grad,
+            GradEmbedRequest: self._pipelined,
+            CompressedGradEmbedRequest: self._pipelined,
+            ViewBroadcast: self._apply_view,
+            ActiveBlockRequest: self._active_steps,
+            RefreshRequest: self._refresh,
+            SecAggSetup: self._secure_sum_setup,
+            PublicKeyDirectory: self._secure_sum_setup,
+            EvalRequest: self._evaluate,
+            Shutdown: self._shut_down,
+        }
+        return {cls.KIND: handler for cls, handler in handlers.items()}
+
+    def _pipelined(self, message: PipelinedRequest) -> Message:
+        step, embed = message.split()  # exactly the two requests it stands for, in order
+        self._apply_grad(step)
+        return self._embed(embed)
+
+    def _shut_down(self, message: Shutdown) -> Ack:
+        self._pending = self._saved = None
+        return Ack(round=message.round)
 
     def _embed(self, request: EmbedRequest) -> Message:
         if request.round <= self._last_round:
