@@ -8,8 +8,7 @@ from torch import nn
 
 from vfl.errors import ProtocolError
 from vfl.roles.party import Party
-from vfl.wire import Ack, EmbedReply, EmbedRequest, PublicKeyAnnounce, Shutdown
-from vfl.wire.messages import Message
+from vfl.wire import Ack, EmbedReply, EmbedRequest, Message, PublicKeyAnnounce, Shutdown
 
 
 def _party() -> Party:
