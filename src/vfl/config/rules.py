@@ -29,6 +29,7 @@ from vfl.config.buildable import (
 from vfl.config.fields import finite, show
 from vfl.config.io import FieldError, check
 from vfl.config.mechanisms import MECHANISMS, mechanisms_that, naming
+from vfl.config.protocols import AUTO, PROTOCOLS, ProtocolConfig
 from vfl.config.schema import RunConfig
 from vfl.config.section import Section, rule
 from vfl.config.sections import (
@@ -36,7 +37,6 @@ from vfl.config.sections import (
     DataConfig,
     HeadConfig,
     PartitionConfig,
-    ProtocolConfig,
     TargetConfig,
 )
 from vfl.config.stages import CompressorConfig, LightweightConfig, RatioScheduleConfig
@@ -288,6 +288,25 @@ def _mechanism_fits_the_protocol(config: RunConfig) -> None:
             f"privacy.mechanism {name!r} protects every party's features: no party can sit with"
             " the server",
         )
+
+
+@rule(RunConfig)
+def _protocol_fits_the_mechanism(config: RunConfig) -> None:
+    """A mechanism that asks for a protocol runs under it, and such a protocol only under it."""
+    name, mechanism = config.protocol.name, config.privacy.mechanism
+    wanted = MECHANISMS[mechanism].protocol
+    check(
+        not wanted or name in (AUTO, wanted),
+        "protocol.name",
+        f"privacy.mechanism {mechanism!r} runs under protocol {wanted!r}, not {name!r}",
+    )
+    entry = PROTOCOLS.get(name)
+    asking = tuple(n for n, m in MECHANISMS.items() if m.protocol == name)
+    check(
+        entry is None or not entry.by_mechanism or wanted == name,
+        "protocol.name",
+        f"protocol {name!r} runs only under {naming(asking)}, not privacy.mechanism {mechanism!r}",
+    )
 
 
 @rule(RunConfig)

@@ -103,7 +103,7 @@ class LoopOptions:
 class ServerLoop(ABC):
     """Base of the server-side loops: subclasses implement ``exchange``.
 
-    Each concrete loop has a registry ``name`` (``vfl.protocol.registry``).
+    Each concrete loop has a registry ``name`` (``vfl.config.protocols``).
 
     Args:
         server: The label holder.

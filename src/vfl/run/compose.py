@@ -26,12 +26,12 @@ from vfl.errors import ConfigError
 from vfl.models.head import CombinedModel
 from vfl.protocol.centralized import CentralizedTraining
 from vfl.protocol.loop import ServerLoop
-from vfl.protocol.registry import make_loop
 from vfl.results.metrics import Task
 from vfl.roles.party import Party, PartyOptions
 from vfl.roles.server import Server
 from vfl.roles.shared import ActiveBlock, SharedLabels
 from vfl.run import privacy_stages, stages
+from vfl.run.loops import make_loop
 from vfl.run.models import ConfigModels, ModelSource, embedding_width
 from vfl.run.observe import ObservingTransport, Taps, party_handler
 from vfl.run.session import LocalParties, Session

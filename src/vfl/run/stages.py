@@ -17,7 +17,7 @@ from vfl.compress.registry import COMPRESSORS, make_compressor, parameters
 from vfl.compress.sparsify import SparsifyingCodec
 from vfl.config import CompressorConfig, RunConfig
 from vfl.config.buildable import NO_COMPRESSOR, compressor_parameters
-from vfl.config.mechanisms import MECHANISMS
+from vfl.config.protocols import chosen_protocol
 from vfl.models.optim import LearningRateSchedule
 from vfl.protocol.loop import Links, LoopOptions, ServerPrivacy
 from vfl.protocol.sampler import BatchSampler
@@ -198,13 +198,8 @@ def loop_options(
 
 
 def protocol_name(config: RunConfig) -> str:
-    """The registered loop (``vfl.protocol.registry``) that runs the configured protocol."""
-    required = MECHANISMS[config.privacy.mechanism].protocol
-    if required:
-        return required
-    if config.protocol.labels == "shared":
-        return "shared_labels"
-    return "sequential" if config.protocol.schedule == "sequential" else "split"
+    """The registered protocol (``vfl.config.protocols``) whose loop runs the configured run."""
+    return chosen_protocol(config.protocol.name, config.privacy.mechanism)
 
 
 def sampler(config: RunConfig, num_train: int) -> BatchSampler:
