@@ -1,4 +1,4 @@
-"""A compressor and an attack registered from outside the package run as the user runs them.
+"""A compressor, an attack and a data set registered from outside the package run as the user runs them.
 
 Each test registers its toy (one line in its module, ``tests/extensions``) and runs the ``vfl``
 command through its entry point, ``vfl.cli.main``, in this process: a registration lives in the
@@ -17,6 +17,7 @@ import pytest
 from tests.extensions.peeking_attack import peeking_attack_registered
 from tests.extensions.toy_attack import toy_attack_registered
 from tests.extensions.toy_compressor import sign_compressor_registered
+from tests.extensions.toy_dataset import toy_dataset_registered, write_blobs
 from tests.run.variants import write_run_config
 from vfl.cli import main
 
@@ -93,3 +94,32 @@ def test_the_toy_compressor_runs_through_vfl_run(tmp_path: Path) -> None:
     assert sent["accounting"]["bits_per_component"] == 1
     assert plain["accounting"]["bits_per_component"] == 32
     assert 10 * sent["bytes"]["train_up"] < plain["bytes"]["train_up"]
+
+
+def test_the_toy_data_set_runs_through_vfl_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    folder, run_dir = write_blobs(tmp_path / "blobs"), tmp_path / "run"
+    config = tmp_path / "run.toml"
+    config.write_text(f'[data]\nname = "toy_blobs"\npath = "{folder}"\n')
+
+    # Execute
+    with toy_dataset_registered():
+        listed = main(["data", "list"])
+        listing = capsys.readouterr().out
+        status = main(
+            [
+                *("run", str(config), "--run-dir", str(run_dir), "--quiet"),
+                *_sets("partition.scheme=contiguous", "partition.num_parties=2"),
+                *_sets("train.epochs=2"),
+                *_sets("model.bottom.hidden=[8]", "train.batch_size=30"),
+            ]
+        )
+
+    # Assert: listed, trained, and far above chance on well separated blobs
+    assert listed == 0
+    assert "toy_blobs" in listing
+    assert status == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["final"]["test_accuracy"] > 0.9
