@@ -27,7 +27,8 @@ from vfl.models.head import CombinedModel
 from vfl.protocol.centralized import CentralizedTraining
 from vfl.protocol.loop import ServerLoop
 from vfl.results.metrics import Task
-from vfl.roles.party import Party, PartyOptions
+from vfl.roles.party import Party
+from vfl.roles.party_options import PartyOptions
 from vfl.roles.server import Server
 from vfl.roles.shared import ActiveBlock, SharedLabels
 from vfl.run import privacy_stages, stages
