@@ -1,4 +1,4 @@
-"""Every cross-field rule of the run config, in one place.
+"""Every cross-field rule of the run config: here, and in ``rules_privacy`` and ``rules_roles``.
 
 A rule is registered for one section class with ``@rule(Cls)`` and runs whenever such a section
 is built, after the field constraints declared next to its fields. Keys are relative to the
@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from vfl.config import rules_privacy as rules_privacy  # registers the privacy rules
+from vfl.config import rules_roles as rules_roles  # registers the rules on roles
 from vfl.config.applicability import inapplicable, reading_saved
-from vfl.config.attack import ATTACKS, NO_ATTACK, AttackConfig, attacks_by
 from vfl.config.buildable import (
     NO_COMPRESSOR,
     check_bit_schedule,
@@ -28,8 +29,7 @@ from vfl.config.buildable import (
 )
 from vfl.config.fields import finite, show
 from vfl.config.io import FieldError, check
-from vfl.config.mechanisms import MECHANISMS, mechanisms_that, naming
-from vfl.config.protocols import AUTO, PROTOCOLS, ProtocolConfig
+from vfl.config.protocols import ProtocolConfig
 from vfl.config.schema import RunConfig
 from vfl.config.section import Section, rule
 from vfl.config.sections import (
@@ -215,224 +215,6 @@ def _ratio_schedule_builds(schedule: RatioScheduleConfig) -> None:
 def _parties_listed_once(lightweight: LightweightConfig) -> None:
     ids = [entry.party for entry in lightweight.party]
     check(len(ids) == len(set(ids)), "party", f"lists a party twice: {ids}")
-
-
-@rule(RunConfig)
-def _secure_aggregation_sums_pbm_counts(config: RunConfig) -> None:
-    if config.privacy.secure_aggregation != "on":
-        return
-    check(
-        config.model.head.fusion == "sum",
-        "model.head.fusion",
-        "secure aggregation reveals only the sum of the embeddings: use fusion 'sum',"
-        f" not {config.model.head.fusion!r}",
-    )
-    check(
-        MECHANISMS[config.privacy.mechanism].sums_only,
-        "privacy.secure_aggregation",
-        f"'on' aggregates integer counts: set {naming(mechanisms_that('sums_only'))}",
-    )
-
-
-@rule(RunConfig)
-def _mechanism_fits_the_model(config: RunConfig) -> None:
-    """Sums need sum fusion; a bounded mechanism, bounded embeddings (VFL-PBM section 4)."""
-    name = config.privacy.mechanism
-    entry = MECHANISMS[name]
-    if entry.sums_only:
-        check(
-            config.model.head.fusion == "sum",
-            "model.head.fusion",
-            f"privacy.mechanism {name!r} sends counts the server can only sum: use fusion"
-            f" 'sum', not {config.model.head.fusion!r}",
-        )
-    if entry.bounded:
-        check(
-            config.model.bottom.output_activation == "tanh",
-            "model.bottom.output_activation",
-            f"privacy.mechanism {name!r} needs bounded embeddings: use 'tanh' (|x| <= 1), not"
-            f" {config.model.bottom.output_activation!r}",
-        )
-        check(
-            config.privacy.clip >= 1.0,
-            "privacy.clip",
-            f"tanh embeddings reach 1, so clip must be >= 1, got {config.privacy.clip}",
-        )
-    _mechanism_fits_the_protocol(config)
-
-
-def _mechanism_fits_the_protocol(config: RunConfig) -> None:
-    name = config.privacy.mechanism
-    entry = MECHANISMS[name]
-    if entry.protocol:
-        check(
-            config.protocol.labels == "private",
-            "protocol.labels",
-            f"privacy.mechanism {name!r} works with labels private to the server",
-        )
-        check(
-            config.protocol.schedule == "parallel",
-            "protocol.schedule",
-            f"privacy.mechanism {name!r} uses the parallel schedule",
-        )
-    if entry.sums_only:
-        check(
-            config.compress.embedding.name == NO_COMPRESSOR,
-            "compress.embedding.name",
-            f"with privacy.mechanism {name!r} the uploads are PBM counts; set no embedding"
-            " compressor",
-        )
-        check(
-            config.protocol.active_party == 0,
-            "protocol.active_party",
-            f"privacy.mechanism {name!r} protects every party's features: no party can sit with"
-            " the server",
-        )
-
-
-@rule(RunConfig)
-def _protocol_fits_the_mechanism(config: RunConfig) -> None:
-    """A mechanism that asks for a protocol runs under it, and such a protocol only under it."""
-    name, mechanism = config.protocol.name, config.privacy.mechanism
-    wanted = MECHANISMS[mechanism].protocol
-    check(
-        not wanted or name in (AUTO, wanted),
-        "protocol.name",
-        f"privacy.mechanism {mechanism!r} runs under protocol {wanted!r}, not {name!r}",
-    )
-    entry = PROTOCOLS.get(name)
-    asking = tuple(n for n, m in MECHANISMS.items() if m.protocol == name)
-    check(
-        entry is None or not entry.by_mechanism or wanted == name,
-        "protocol.name",
-        f"protocol {name!r} runs only under {naming(asking)}, not privacy.mechanism {mechanism!r}",
-    )
-
-
-@rule(RunConfig)
-def _check_sparsify(config: RunConfig) -> None:
-    """LVFL sparsification replaces top-k and cannot carry PBM counts."""
-    if not config.lightweight.sparsifies:
-        return
-    check(
-        config.compress.embedding.name != "topk",
-        "compress.embedding.name",
-        "lightweight.beta already sparsifies the uploads; quantize the kept values with"
-        " 'scalar' or 'lattice' instead of 'topk'",
-    )
-    name = config.privacy.mechanism
-    check(
-        not MECHANISMS[name].sums_only,
-        "lightweight.beta",
-        f"with privacy.mechanism {name!r} the uploads are PBM counts, which cannot be sparsified",
-    )
-
-
-@rule(RunConfig)
-def _after_upload_needs_shared_labels(config: RunConfig) -> None:
-    check(
-        config.lightweight.prune_at == "round_start" or config.protocol.labels == "shared",
-        "lightweight.prune_at",
-        "'after_upload' needs protocol.labels = 'shared' (with private labels the returned"
-        " gradient belongs to the model that computed the upload)",
-    )
-
-
-@rule(RunConfig)
-def _parties_exist(config: RunConfig) -> None:
-    parties = config.partition.num_parties
-    for entry in config.lightweight.party:
-        check(
-            entry.party <= parties,
-            "lightweight.party",
-            f"party {entry.party} is not a party; valid: 1..{parties}",
-        )
-    active = config.protocol.active_party
-    check(
-        active <= parties,
-        "protocol.active_party",
-        f"{active} is not a party; valid: 1..{parties} (0: none)",
-    )
-
-
-@rule(RunConfig)
-def _links_match_labels(config: RunConfig) -> None:
-    """Private labels return gradients; shared labels broadcast the server model instead."""
-    compress = config.compress
-    if config.protocol.labels == "private":
-        check(
-            compress.server_model.name == NO_COMPRESSOR,
-            "compress.server_model.name",
-            "compress.server_model applies to protocol.labels = 'shared' only",
-        )
-    else:
-        check(
-            compress.gradient.name == NO_COMPRESSOR,
-            "compress.gradient.name",
-            "compress.gradient applies to protocol.labels = 'private' only; with shared labels"
-            " no gradient is sent",
-        )
-
-
-@rule(AttackConfig)
-def _attack_runs_at_its_role(attack: AttackConfig) -> None:
-    entry = ATTACKS.get(attack.name)
-    role = entry.role if entry is not None else None
-    valid = ", ".join(repr(name) for name in attacks_by(attack.role))
-    check(
-        role is None or role == attack.role,
-        "role",
-        f"{attack.name!r} is an attack by the {role}, not the {attack.role} (attacks by the"
-        f" {attack.role}: {valid})",
-    )
-
-
-@rule(RunConfig)
-def _attack_fits_the_run(config: RunConfig) -> None:
-    """An attack needs messages to observe, and a party attacker must not hold the labels."""
-    attack = config.attack
-    if attack.name == NO_ATTACK:
-        return
-    check(config.protocol.mode == "vfl", "attack.name", "the centralized baseline sends nothing")
-    check(
-        attack.party <= config.partition.num_parties,
-        "attack.party",
-        f"{attack.party} is not a party; valid: 1..{config.partition.num_parties}",
-    )
-    check(
-        attack.party != config.protocol.active_party,
-        "attack.party",
-        f"party {attack.party} is the active party: it sits with the label holder, whose"
-        " messages to it never cross a transport",
-    )
-    check(
-        attack.role == "server" or config.protocol.labels == "private",
-        "attack.role",
-        "with protocol.labels = 'shared' every party holds the labels: nothing to infer",
-    )
-
-
-@rule(RunConfig)
-def _gradient_noise_needs_gradients(config: RunConfig) -> None:
-    if config.privacy.gradient_noise.enabled:
-        check(
-            config.protocol.labels == "private" and config.protocol.mode == "vfl",
-            "privacy.gradient_noise.noise_multiplier",
-            "noises the gradients the label holder sends: needs protocol.mode = 'vfl' and"
-            " protocol.labels = 'private'",
-        )
-
-
-@rule(RunConfig)
-def _budget_needs_a_mechanism(config: RunConfig) -> None:
-    privacy = config.privacy
-    spends = MECHANISMS[privacy.mechanism].noises or privacy.gradient_noise.enabled
-    check(
-        privacy.max_epsilon == 0 or spends,
-        "privacy.max_epsilon",
-        f"a budget needs a mechanism that spends it: {naming(mechanisms_that('noises'))} or"
-        " privacy.gradient_noise.noise_multiplier > 0",
-    )
 
 
 @rule(RunConfig)
