@@ -1,4 +1,4 @@
-"""A compressor, an attack and a data set registered from outside the package run as the user runs them.
+"""A compressor, an attack and a data set registered outside the package run as users run them.
 
 Each test registers its toy (one line in its module, ``tests/extensions``) and runs the ``vfl``
 command through its entry point, ``vfl.cli.main``, in this process: a registration lives in the
