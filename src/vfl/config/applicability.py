@@ -7,25 +7,19 @@ makes it apply. Keys are relative to the section the entry is listed under (dott
 sections); a condition reads that section. Fields whose use depends on the data (a categorical
 column, the number of classes) are checked where the data is loaded, not here.
 
-A config vfl wrote earlier (a run's ``config.toml``, a checkpoint's, a bundle's) is read
-``with saved_settings()``, which accepts such values, and ``canonical`` then resets them to
-their defaults: they never changed what the run computed, so the run compares equal to the
-same run configured without them. A sweep reads its settings the same way, since a ``[set]``
-key may apply to some of its grid's settings only.
+A config vfl wrote earlier is read with such values accepted and then reset to their defaults
+(``vfl.config.saved``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from vfl.config.attack import ATTACKS, NO_ATTACK, AttackConfig
 from vfl.config.buildable import NO_COMPRESSOR
-from vfl.config.io import from_mapping
 from vfl.config.mechanisms import MECHANISMS, mechanisms_reading, mechanisms_that, naming
 from vfl.config.schema import RunConfig
 from vfl.config.sections import (
@@ -222,31 +216,6 @@ APPLICABILITY: dict[type, tuple[Applies, ...]] = {
 ``privacy.secure_aggregation = 'on'`` without PBM has a rule of its own with a better message,
 and ``'off'`` without PBM is what ``'auto'`` means there, so it is not listed."""
 
-S = TypeVar("S")
-_SAVED: ContextVar[bool] = ContextVar("saved_settings", default=False)
-
-
-@contextmanager
-def saved_settings() -> Iterator[None]:
-    """Within the block, sections accept values of fields that do not apply."""
-    token = _SAVED.set(True)
-    try:
-        yield
-    finally:
-        _SAVED.reset(token)
-
-
-def reading_saved() -> bool:
-    """Whether sections are being read ``with saved_settings()``."""
-    return _SAVED.get()
-
-
-def saved_config(raw: Mapping[str, Any]) -> RunConfig:
-    """A run config vfl wrote earlier, with every field that does not apply at its default."""
-    with saved_settings():
-        config = from_mapping(RunConfig, raw)
-    return canonical(config)[0]
-
 
 def inapplicable(section: object) -> list[tuple[str, object, object, Applies]]:
     """Each field of ``section`` set away from its default where it does not apply.
@@ -272,35 +241,3 @@ def value_and_default(section: object, key: str) -> tuple[object, object]:
     if field.default is dataclasses.MISSING and callable(factory):
         return getattr(holder, name), factory()
     return getattr(holder, name), field.default
-
-
-def canonical(section: S, prefix: str = "") -> tuple[S, list[str]]:
-    """``section`` with every field that does not apply reset to its default, and their keys.
-
-    Sub-sections first (so that a condition reads their canonical values). Keys are dotted
-    paths from ``section``, after ``prefix``.
-    """
-    reset: list[str] = []
-    with saved_settings():
-        changes: dict[str, object] = {}
-        for field in dataclasses.fields(section):  # type: ignore[arg-type]
-            value = getattr(section, field.name)
-            if dataclasses.is_dataclass(value):
-                changes[field.name], keys = canonical(value, f"{prefix}{field.name}.")
-                reset += keys
-            elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
-                items = [canonical(item, f"{prefix}{field.name}.") for item in value]
-                changes[field.name] = tuple(item for item, _ in items)
-                reset += [key for _, keys in items for key in keys]
-        result = dataclasses.replace(section, **changes)  # type: ignore[type-var]
-        for key, _, default, _ in inapplicable(result):
-            result = _replaced(result, key, default)
-            reset.append(prefix + key)
-    return result, reset
-
-
-def _replaced(section: S, key: str, value: object) -> S:
-    name, _, rest = key.partition(".")
-    if rest:
-        value = _replaced(getattr(section, name), rest, value)
-    return dataclasses.replace(section, **{name: value})  # type: ignore[type-var]

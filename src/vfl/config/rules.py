@@ -19,7 +19,7 @@ import dataclasses
 
 from vfl.config import rules_privacy as rules_privacy  # registers the privacy rules
 from vfl.config import rules_roles as rules_roles  # registers the rules on roles
-from vfl.config.applicability import inapplicable, reading_saved
+from vfl.config.applicability import inapplicable
 from vfl.config.buildable import (
     NO_COMPRESSOR,
     check_bit_schedule,
@@ -30,6 +30,7 @@ from vfl.config.buildable import (
 from vfl.config.fields import finite, show
 from vfl.config.io import FieldError, check
 from vfl.config.protocols import ProtocolConfig
+from vfl.config.saved import reading_saved
 from vfl.config.schema import RunConfig
 from vfl.config.section import Section, rule
 from vfl.config.sections import (
