@@ -9,7 +9,7 @@ from vfl.config import load_config
 from vfl.config.mechanisms import MECHANISMS, MechanismEntry, mechanisms_that
 from vfl.errors import ConfigError
 from vfl.privacy.secure_sum import PartySecureSum
-from vfl.protocol.loop import ServerPrivacy
+from vfl.protocol.options import ServerPrivacy
 from vfl.run import privacy_stages
 from vfl.run.stages import protocol_name
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from vfl.config.protocols import PROTOCOLS
 from vfl.errors import ConfigError
-from vfl.protocol.loop import LoopOptions, ServerLoop
+from vfl.protocol.loop import ServerLoop
+from vfl.protocol.options import LoopOptions
 from vfl.protocol.sampler import BatchSampler
 from vfl.registry import resolve
 from vfl.roles.server import Server

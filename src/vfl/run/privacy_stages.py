@@ -15,7 +15,7 @@ from vfl.privacy.gradient_noise import GradientNoise
 from vfl.privacy.pbm import PoissonBinomialMechanism
 from vfl.privacy.randomness import count_sampler, mechanism_generator
 from vfl.privacy.secure_sum import PartySecureSum, ServerSecureSum
-from vfl.protocol.loop import ServerPrivacy
+from vfl.protocol.options import ServerPrivacy
 from vfl.registry import resolve
 from vfl.seeding import derive_seed
 

@@ -19,7 +19,7 @@ from vfl.config import CompressorConfig, RunConfig
 from vfl.config.buildable import NO_COMPRESSOR, compressor_parameters
 from vfl.config.protocols import chosen_protocol
 from vfl.models.optim import LearningRateSchedule
-from vfl.protocol.loop import Links, LoopOptions, ServerPrivacy
+from vfl.protocol.options import Links, LoopOptions, ServerPrivacy
 from vfl.protocol.sampler import BatchSampler
 from vfl.prune.lightweight import Lightweighting
 from vfl.roles.local import LocalSteps
