@@ -13,9 +13,10 @@ import tomllib
 import pytest
 
 from vfl.config import RunConfig, load_config
-from vfl.config.applicability import APPLICABILITY, canonical, saved_config
+from vfl.config.applicability import APPLICABILITY
 from vfl.config.attack import AttackConfig
 from vfl.config.io import to_toml
+from vfl.config.saved import canonical, saved_config
 from vfl.config.sections import (
     BottomConfig,
     HeadConfig,

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-from types import MappingProxyType
-
 import pytest
 
+from tests.extensions.toy_compressor import sign_compressor_registered
 from vfl.compress import registry
 from vfl.config import ProtocolConfig, RunConfig, load_config
 from vfl.config.io import FieldError
@@ -148,28 +146,13 @@ def test_an_unknown_compressor_lists_the_registered_names() -> None:
         assert repr(name) in message
 
 
-@dataclasses.dataclass(frozen=True)
-class _Halver:
-    """A stand-in compressor with one parameter."""
-
-    bits: int
-
-    def __post_init__(self) -> None:
-        if self.bits > 4:
-            raise ConfigError(f"bits must be an integer in 1..4, got {self.bits}")
-
-
-def test_a_newly_registered_compressor_needs_no_config_edit(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Prepare
-    compressors = MappingProxyType({**registry.COMPRESSORS, "halver": _Halver})
-    monkeypatch.setattr(registry, "COMPRESSORS", compressors)
-
-    # Execute
-    config = load_config(None, [f"{EMBEDDING}.name=halver", f"{EMBEDDING}.bits=3"])
+def test_a_newly_registered_compressor_needs_no_config_edit() -> None:
+    # Prepare / Execute
+    with sign_compressor_registered():
+        config = load_config(None, [f"{EMBEDDING}.name=toy_sign", f"{EMBEDDING}.bits=1"])
+        with pytest.raises(ConfigError) as error:
+            load_config(None, [f"{EMBEDDING}.name=toy_sign", f"{EMBEDDING}.bits=2"])
 
     # Assert
-    assert config.compress.embedding.name == "halver"
-    with pytest.raises(ConfigError, match=r"^compress\.embedding\.bits: the 'halver' compressor"):
-        load_config(None, [f"{EMBEDDING}.name=halver", f"{EMBEDDING}.bits=5"])
+    assert config.compress.embedding.name == "toy_sign"
+    assert str(error.value).startswith("compress.embedding.bits: the 'toy_sign' compressor")

@@ -19,7 +19,7 @@ from tests.conftest import make_models, make_vertical_data
 from tests.run.variants import VARIANTS, assert_same_state, write_run_config
 from vfl.cli import main
 from vfl.config import RunConfig
-from vfl.config.sections import ProtocolConfig
+from vfl.config.protocols import ProtocolConfig
 from vfl.errors import ProtocolError, WireError
 from vfl.protocol.waiting import WaitingGradients
 from vfl.roles.pending import PendingRound, SavedRound, generator_states

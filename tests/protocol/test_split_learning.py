@@ -7,7 +7,7 @@ import torch
 
 from tests.conftest import make_models, make_vertical_data
 from vfl.config import RunConfig
-from vfl.config.sections import ProtocolConfig
+from vfl.config.protocols import ProtocolConfig
 from vfl.data.vertical import VerticalData
 from vfl.errors import DataError, ProtocolError
 from vfl.results.files import RunDirectory

@@ -13,20 +13,21 @@ measurements.
 
 from vfl.attacks.base import (
     Attack,
+    Grant,
     Inference,
     KnownLabels,
     KnownRows,
     PartyKnowledge,
     ServerKnowledge,
 )
+from vfl.attacks.builders import build_attack
 from vfl.attacks.probe import AttackProbe
-from vfl.attacks.registry import ATTACKS, build_attack
 from vfl.attacks.runner import train
 
 __all__ = [
-    "ATTACKS",
     "Attack",
     "AttackProbe",
+    "Grant",
     "Inference",
     "KnownLabels",
     "KnownRows",

@@ -77,6 +77,23 @@ class KnownRows:
 
 
 @dataclass(frozen=True)
+class Grant:
+    """What an attack's builder may draw its auxiliary knowledge from (the harness holds it).
+
+    Attributes:
+        train_labels: The labels of the aligned training split.
+        train_blocks: Each party's block of it, by party id - 1.
+        num_classes: The task's number of classes.
+        generator: The attack's own random draws (seeded from the run's seed).
+    """
+
+    train_labels: torch.Tensor
+    train_blocks: tuple[torch.Tensor, ...]
+    num_classes: int
+    generator: torch.Generator
+
+
+@dataclass(frozen=True)
 class Inference:
     """What an attack concludes about training samples it was not told about.
 

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from vfl.attacks.base import Attack, Inference, Knowledge, PartyKnowledge, ServerKnowledge
-from vfl.attacks.registry import build_attack
+from vfl.attacks.builders import build_attack
 from vfl.attacks.scoring import Truth, score
 from vfl.config import RunConfig
 from vfl.data.vertical import VerticalData

@@ -8,6 +8,7 @@ from typing import Any
 
 from vfl.attacks.probe import AttackProbe
 from vfl.config import RunConfig
+from vfl.config.attack import NO_ATTACK
 from vfl.run import runner
 from vfl.run.progress import Progress
 from vfl.run.signals import StopRequest
@@ -27,7 +28,7 @@ def train(
     Its metrics join every epoch's record in ``metrics.jsonl`` (``attack_*``) and the summary
     gains an ``attack`` section.
     """
-    probe = AttackProbe(config) if config.attack.name != "none" else None
+    probe = AttackProbe(config) if config.attack.name != NO_ATTACK else None
     return runner.train(
         config,
         run_dir,

@@ -24,6 +24,7 @@ import torch
 
 from vfl.compress.ranges import RANGE_HEADER, Span, check_range, span_of
 from vfl.errors import ConfigError, WireError
+from vfl.schedules import check_int
 
 Array = npt.NDArray[np.float32]
 Floats = npt.NDArray[np.float64]
@@ -65,7 +66,10 @@ class Compressor(ABC):
         unbiased: Whether ``E[decompress(compress(x))] = x`` over the dither for every input in
             the compressor's range.
         dithered: Whether the result depends on ``seed`` (subtractive dither).
-        selects: Whether ``scores`` steer the result (top-k selection).
+        selects: Whether ``scores`` steer the result (top-k selection): it then sparsifies, and
+            ``select = "gradient"`` applies to it.
+        lossless: Whether the payload is the float32 values themselves (nothing to gain from
+            encoding kept values with it, and the paper counts 32 bits per component).
         max_bits: The most bits per component it supports (caps a diminishing bit schedule).
     """
 
@@ -73,6 +77,7 @@ class Compressor(ABC):
     unbiased: ClassVar[bool]
     dithered: ClassVar[bool] = False
     selects: ClassVar[bool] = False
+    lossless: ClassVar[bool] = False
     max_bits: ClassVar[int] = 32
 
     def compress(
@@ -186,17 +191,6 @@ def check_seed(seed: int) -> None:
     """Raise ``ConfigError`` unless ``seed`` is a non-negative integer."""
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
-
-
-def check_int(name: str, value: object, low: int, high: int) -> int:
-    """``value`` if it is an integer in ``[low, high]``; ``ConfigError`` naming ``name`` if not."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | np.integer)
-        or not low <= value <= high
-    ):
-        raise ConfigError(f"{name} must be an integer in {low}..{high}, got {value!r}")
-    return int(value)
 
 
 def rows_of(shape: Shape) -> tuple[int, int]:

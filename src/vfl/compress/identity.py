@@ -28,6 +28,7 @@ class Identity(Compressor):
 
     name: ClassVar[str] = "identity"
     unbiased: ClassVar[bool] = True
+    lossless: ClassVar[bool] = True
 
     def message_bits(self, shape: Sequence[int]) -> int:
         """32 bits per component."""

@@ -40,6 +40,7 @@ from vfl.compress.base import (
     check_shape,
 )
 from vfl.compress.ranges import read_span, span_of
+from vfl.errors import ConfigError
 from vfl.wire.bitpack import pack_bits, unpack_bits
 
 
@@ -114,3 +115,33 @@ def _dither(seed: int, count: int) -> Floats:
     """``count`` dithers uniform on ``[-1/2, 1/2)`` level steps, from ``seed`` alone."""
     dither: Floats = np.random.default_rng(seed).random(count) - 0.5
     return dither
+
+
+def scalar_bits_for_error(*, num_components: int, value_range: float, target: float) -> int:
+    """Fewest bits whose dithered scalar quantizer has expected error ``ℰ <= target``.
+
+    C-VFL's Table 1 (Castiglia et al., ICML 2022) inverted exactly for this module's levels: with
+    ``n`` components, ``ℰ = n·Δ²/12`` and ``Δ = range / (2^b - 1)``, so
+    ``b = ceil(log2(1 + range·sqrt(n / (12·target))))``. For a diminishing error use
+    ``target = c/√t``.
+
+    Raises:
+        ConfigError: if an argument is not positive.
+    """
+    if num_components < 1 or not value_range > 0 or not target > 0:
+        raise ConfigError(
+            f"need num_components >= 1, value_range > 0 and target > 0, got {num_components},"
+            f" {value_range}, {target}"
+        )
+    bits = max(
+        1, math.ceil(math.log2(1.0 + value_range * math.sqrt(num_components / (12 * target))))
+    )
+    while bits > 1 and _scalar_error(num_components, value_range, bits - 1) <= target:
+        bits -= 1  # guard against log2 rounding up past an exact fit
+    while _scalar_error(num_components, value_range, bits) > target:
+        bits += 1
+    return bits
+
+
+def _scalar_error(num_components: int, value_range: float, bits: int) -> float:
+    return num_components * (value_range / ((1 << bits) - 1)) ** 2 / 12.0

@@ -38,11 +38,11 @@ from vfl.compress.base import (
     Floats,
     Shape,
     as_float32,
-    check_int,
     check_shape,
     rows_of,
 )
 from vfl.errors import ConfigError, WireError
+from vfl.schedules import check_int
 from vfl.wire.bitpack import pack_bits, unpack_bits
 
 VALUE_BITS = 32

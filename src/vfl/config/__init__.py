@@ -7,6 +7,7 @@ between fields; ``io`` typed TOML loading and overrides.
 
 from vfl.config import rules as rules  # imported for its effect: registers every rule
 from vfl.config.attack import AttackConfig
+from vfl.config.protocols import ProtocolConfig
 from vfl.config.schema import RunConfig, load_config
 from vfl.config.sections import (
     TARGET_METRICS,
@@ -17,7 +18,6 @@ from vfl.config.sections import (
     OptimizerConfig,
     OutputConfig,
     PartitionConfig,
-    ProtocolConfig,
     TargetConfig,
     TrainConfig,
 )

@@ -7,25 +7,20 @@ makes it apply. Keys are relative to the section the entry is listed under (dott
 sections); a condition reads that section. Fields whose use depends on the data (a categorical
 column, the number of classes) are checked where the data is loaded, not here.
 
-A config vfl wrote earlier (a run's ``config.toml``, a checkpoint's, a bundle's) is read
-``with saved_settings()``, which accepts such values, and ``canonical`` then resets them to
-their defaults: they never changed what the run computed, so the run compares equal to the
-same run configured without them. A sweep reads its settings the same way, since a ``[set]``
-key may apply to some of its grid's settings only.
+A config vfl wrote earlier is read with such values accepted and then reset to their defaults
+(``vfl.config.saved``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-from vfl.config.attack import AttackConfig
+from vfl.config.attack import ATTACKS, NO_ATTACK, AttackConfig
 from vfl.config.buildable import NO_COMPRESSOR
-from vfl.config.io import from_mapping
+from vfl.config.mechanisms import MECHANISMS, mechanisms_reading, mechanisms_that, naming
 from vfl.config.schema import RunConfig
 from vfl.config.sections import (
     BottomConfig,
@@ -42,6 +37,7 @@ from vfl.config.stages import (
     PrivacyConfig,
     RatioScheduleConfig,
 )
+from vfl.schedules import SCHEDULES
 
 
 @dataclass(frozen=True)
@@ -64,10 +60,32 @@ def _accepts(link: CompressorConfig, parameter: str) -> bool:
     """Whether the link's compressor takes ``parameter`` (lazily: the registry needs torch)."""
     if link.name == NO_COMPRESSOR:
         return False
+    from vfl.compress.registry import COMPRESSORS, parameters
+
+    return link.name not in COMPRESSORS or parameter in parameters(link.name)
+
+
+def _selects(link: CompressorConfig) -> bool:
+    """Whether the link's compressor selects components (top-k): ``select`` steers it."""
+    if link.name == NO_COMPRESSOR:
+        return False
     from vfl.compress.registry import COMPRESSORS
 
-    cls = COMPRESSORS.get(link.name)
-    return cls is None or parameter in {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    registered = COMPRESSORS.get(link.name)
+    return registered is None or registered.selects
+
+
+def _bit_schedule_reads(key: str) -> Callable[[CompressorConfig], bool]:
+    return lambda link: key in SCHEDULES[link.schedule].bit_keys
+
+
+def _ratio_kind_reads(key: str) -> Callable[[RatioScheduleConfig], bool]:
+    return lambda schedule: key in SCHEDULES[schedule.kind].ratio_keys
+
+
+def _kinds_reading(key: str) -> str:
+    kinds = [name for name, kind in SCHEDULES.items() if key in kind.ratio_keys]
+    return "with kind = " + " or ".join(repr(kind) for kind in kinds)
 
 
 def _bits_apply(link: CompressorConfig) -> bool:
@@ -80,18 +98,23 @@ def _prunes(lightweight: LightweightConfig) -> bool:
 
 
 def _noised(config: RunConfig) -> bool:
-    return config.privacy.mechanism == "pbm" or config.privacy.gradient_noise.enabled
+    return MECHANISMS[config.privacy.mechanism].noises or config.privacy.gradient_noise.enabled
+
+
+def _mechanism_reads(key: str) -> Applies:
+    reading = mechanisms_reading(key)
+    return Applies(
+        key,
+        lambda p: key in MECHANISMS[p.mechanism].reads,
+        "with mechanism = " + " or ".join(repr(name) for name in reading),
+    )
 
 
 def _attack(name: str) -> Callable[[AttackConfig], bool]:
     return lambda attack: attack.name == name
 
 
-def _ratio_kind(kind: str) -> Callable[[RatioScheduleConfig], bool]:
-    return lambda schedule: schedule.kind == kind
-
-
-_PBM = "with privacy.mechanism = 'pbm'"
+_PBM = f"with {naming(mechanisms_that('noises'))}"
 _METRIC = "with a target.metric (time to target)"
 
 APPLICABILITY: dict[type, tuple[Applies, ...]] = {
@@ -128,59 +151,46 @@ APPLICABILITY: dict[type, tuple[Applies, ...]] = {
     ),
     CompressorConfig: (
         Applies("bits", _bits_apply, "with a quantizer, or 'topk' without a ratio"),
-        Applies("range", lambda c: _accepts(c, "low"), "with a quantizer ('scalar', 'lattice')"),
+        Applies("range", lambda c: _accepts(c, "low"), "with a compressor that takes a range"),
         Applies(
             "low",
             lambda c: c.range == "fixed" and _accepts(c, "low"),
-            "with a quantizer and range = 'fixed'",
+            "with a compressor that takes a range, and range = 'fixed'",
         ),
         Applies(
             "high",
             lambda c: c.range == "fixed" and _accepts(c, "high"),
-            "with a quantizer and range = 'fixed'",
+            "with a compressor that takes a range, and range = 'fixed'",
         ),
-        Applies("ratio", lambda c: _accepts(c, "ratio"), "with name = 'topk'"),
-        Applies("select", lambda c: c.name == "topk", "with name = 'topk'"),
-        Applies("per_row", lambda c: _accepts(c, "per_row"), "with name = 'topk'"),
+        Applies("ratio", lambda c: _accepts(c, "ratio"), "with a compressor that takes a ratio"),
+        Applies("select", _selects, "with a compressor that selects components ('topk')"),
+        Applies("per_row", lambda c: _accepts(c, "per_row"), "with a compressor that takes it"),
         Applies(
             "schedule", _bits_apply, "where bits apply: a quantizer, or 'topk' without a ratio"
         ),
-        Applies("steps", lambda c: c.schedule == "steps", "with schedule = 'steps'"),
+        Applies("steps", _bit_schedule_reads("steps"), "with a schedule that reads steps"),
     ),
     PrivacyConfig: (
-        Applies("trials", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
-        Applies("beta", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
-        Applies("clip", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
-        Applies("eval_fraction_bits", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
-        Applies("sampler", lambda p: p.mechanism == "pbm", "with mechanism = 'pbm'"),
+        *(
+            _mechanism_reads(key)
+            for key in dict.fromkeys(key for _, entry in MECHANISMS.items() for key in entry.reads)
+        ),
     ),
     GradientNoiseConfig: (Applies("clip", lambda g: g.enabled, "with noise_multiplier > 0"),),
-    RatioScheduleConfig: (
-        Applies("value", _ratio_kind("constant"), "with kind = 'constant'"),
-        Applies("steps", _ratio_kind("steps"), "with kind = 'steps'"),
-        Applies("start_round", _ratio_kind("linear"), "with kind = 'linear'"),
-        Applies("end_round", _ratio_kind("linear"), "with kind = 'linear'"),
-        Applies("start_value", _ratio_kind("linear"), "with kind = 'linear'"),
-        Applies("end_value", _ratio_kind("linear"), "with kind = 'linear'"),
-        Applies("values", _ratio_kind("table"), "with kind = 'table'"),
+    RatioScheduleConfig: tuple(
+        Applies(key, _ratio_kind_reads(key), _kinds_reading(key))
+        for key in (f.name for f in dataclasses.fields(RatioScheduleConfig) if f.name != "kind")
     ),
     LightweightConfig: (
         Applies("prune_at", _prunes, "when a party prunes (alpha above 0 in some round)"),
     ),
     AttackConfig: (
-        Applies("role", lambda a: a.name != "none", "with an attack name"),
-        Applies("party", lambda a: a.name != "none", "with an attack name"),
+        Applies("role", lambda a: a.name != NO_ATTACK, "with an attack name"),
+        Applies("party", lambda a: a.name != NO_ATTACK, "with an attack name"),
         *(
-            Applies(f"{name}.{field}", _attack(name), f"with name = {name!r}")
-            for name, fields in (
-                ("label_inference", ("known_positives", "multiclass")),
-                ("model_completion", ("labels", "hidden", "epochs", "lr")),
-                (
-                    "feature_reconstruction",
-                    ("aux_fraction", "hidden", "epochs", "batch_size", "lr"),
-                ),
-            )
-            for field in fields
+            Applies(key, _attack(name), f"with name = {name!r}")
+            for name, entry in ATTACKS.items()
+            for key in entry.setting_keys()
         ),
     ),
     RunConfig: (
@@ -188,7 +198,10 @@ APPLICABILITY: dict[type, tuple[Applies, ...]] = {
         Applies("privacy.delta", _noised, f"{_PBM} or privacy.gradient_noise"),
         Applies(
             "compress.evaluation",
-            lambda c: c.privacy.mechanism != "pbm" and c.compress.embedding.name != NO_COMPRESSOR,
+            lambda c: (
+                not MECHANISMS[c.privacy.mechanism].sums_only
+                and c.compress.embedding.name != NO_COMPRESSOR
+            ),
             "with an embedding compressor and without PBM (whose evaluations are summed securely)",
         ),
         Applies(
@@ -202,31 +215,6 @@ APPLICABILITY: dict[type, tuple[Applies, ...]] = {
 
 ``privacy.secure_aggregation = 'on'`` without PBM has a rule of its own with a better message,
 and ``'off'`` without PBM is what ``'auto'`` means there, so it is not listed."""
-
-S = TypeVar("S")
-_SAVED: ContextVar[bool] = ContextVar("saved_settings", default=False)
-
-
-@contextmanager
-def saved_settings() -> Iterator[None]:
-    """Within the block, sections accept values of fields that do not apply."""
-    token = _SAVED.set(True)
-    try:
-        yield
-    finally:
-        _SAVED.reset(token)
-
-
-def reading_saved() -> bool:
-    """Whether sections are being read ``with saved_settings()``."""
-    return _SAVED.get()
-
-
-def saved_config(raw: Mapping[str, Any]) -> RunConfig:
-    """A run config vfl wrote earlier, with every field that does not apply at its default."""
-    with saved_settings():
-        config = from_mapping(RunConfig, raw)
-    return canonical(config)[0]
 
 
 def inapplicable(section: object) -> list[tuple[str, object, object, Applies]]:
@@ -253,35 +241,3 @@ def value_and_default(section: object, key: str) -> tuple[object, object]:
     if field.default is dataclasses.MISSING and callable(factory):
         return getattr(holder, name), factory()
     return getattr(holder, name), field.default
-
-
-def canonical(section: S, prefix: str = "") -> tuple[S, list[str]]:
-    """``section`` with every field that does not apply reset to its default, and their keys.
-
-    Sub-sections first (so that a condition reads their canonical values). Keys are dotted
-    paths from ``section``, after ``prefix``.
-    """
-    reset: list[str] = []
-    with saved_settings():
-        changes: dict[str, object] = {}
-        for field in dataclasses.fields(section):  # type: ignore[arg-type]
-            value = getattr(section, field.name)
-            if dataclasses.is_dataclass(value):
-                changes[field.name], keys = canonical(value, f"{prefix}{field.name}.")
-                reset += keys
-            elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
-                items = [canonical(item, f"{prefix}{field.name}.") for item in value]
-                changes[field.name] = tuple(item for item, _ in items)
-                reset += [key for _, keys in items for key in keys]
-        result = dataclasses.replace(section, **changes)  # type: ignore[type-var]
-        for key, _, default, _ in inapplicable(result):
-            result = _replaced(result, key, default)
-            reset.append(prefix + key)
-    return result, reset
-
-
-def _replaced(section: S, key: str, value: object) -> S:
-    name, _, rest = key.partition(".")
-    if rest:
-        value = _replaced(getattr(section, name), rest, value)
-    return dataclasses.replace(section, **{name: value})  # type: ignore[type-var]

@@ -1,28 +1,23 @@
 """Build what a config section describes once, so that what cannot be built fails at load time.
 
-A compressor, its bit schedule and a ratio schedule are built by the same registries the run
-uses (``vfl.compress.registry``, ``vfl.compress.schedule``, ``vfl.prune``); their
-``ConfigError`` is re-raised as a ``FieldError`` naming the config key. The registries import
-torch, so they are imported here lazily: callers (``vfl.config.rules``) call these only for
-settings other than the defaults.
+A compressor, its bit schedule and a ratio schedule are built by the registries the run uses
+(``vfl.compress.registry``, ``vfl.schedules``); their ``ConfigError`` is re-raised as a
+``FieldError`` naming the config key. The compressor registry imports torch, so it is imported
+here lazily: callers (``vfl.config.rules``) call these only for settings other than the
+defaults.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Collection
 from typing import Any
 
 from vfl.config.io import FieldError
 from vfl.config.stages import CompressorConfig, RatioScheduleConfig
 from vfl.errors import ConfigError
+from vfl.schedules import SCHEDULES, bit_schedule, ratio_schedule
 
 NO_COMPRESSOR = "none"
 """The compressor name for plain float32 tensors (no compressor in the registry)."""
-
-RATIO_KEYS = {"steps": "steps", "linear": "end_round", "table": "values"}
-"""The key blamed when a ratio schedule of each kind cannot be built (its fields' own ranges
-are declared, so what is left is the steps' order, a ramp's direction, a table's entries)."""
 
 
 def registered_compressors() -> tuple[str, ...]:
@@ -32,14 +27,16 @@ def registered_compressors() -> tuple[str, ...]:
     return (NO_COMPRESSOR, *available_compressors())
 
 
-def compressor_parameters(
-    link: CompressorConfig, bits: int, accepted: Collection[str]
-) -> dict[str, Any]:
-    """The registry parameters of a link at ``bits`` bits per component.
+def compressor_parameters(link: CompressorConfig, bits: int) -> dict[str, Any]:
+    """The registry parameters of a link's compressor at ``bits`` bits per component.
 
     ``bits``, ``per_row`` and (for ``range = "fixed"``) ``low`` and ``high``, or ``ratio``
-    instead of ``bits`` when it is set; each only where the compressor takes it (``accepted``).
+    instead of ``bits`` when it is set; each only where the compressor takes it (its registered
+    parameters).
     """
+    from vfl.compress.registry import parameters
+
+    accepted = parameters(link.name)
     params: dict[str, Any] = {"bits": bits, "per_row": link.per_row}
     if link.range == "fixed":
         params |= {"low": link.low, "high": link.high}
@@ -56,13 +53,11 @@ def check_compressor(link: CompressorConfig, path: str) -> None:
         FieldError: naming ``path.bits`` (``path.steps`` for a steps schedule) or the
             parameter the compressor rejects.
     """
-    from vfl.compress.registry import COMPRESSORS, make_compressor
+    from vfl.compress.registry import make_compressor
 
-    cls = COMPRESSORS[link.name]
-    accepted = {field.name for field in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    from_steps = link.schedule == "steps"
+    from_steps = "steps" in SCHEDULES[link.schedule].bit_keys
     for bits in sorted({b for _, b in link.steps}) if from_steps else [link.bits]:
-        params = compressor_parameters(link, bits, accepted)
+        params = compressor_parameters(link, bits)
         try:
             make_compressor(link.name, **params)
         except ConfigError as error:
@@ -73,40 +68,40 @@ def check_compressor(link: CompressorConfig, path: str) -> None:
 
 
 def check_bit_schedule(link: CompressorConfig, path: str) -> None:
-    """Build the link's bit schedule (``steps`` or ``diminishing``; ``constant`` needs nothing).
+    """Build the link's bit schedule as the run will (a constant one needs nothing).
 
     Raises:
-        FieldError: naming ``path.steps`` or ``path.bits``.
+        FieldError: naming the key the schedule reads (``path.steps`` or ``path.bits``).
     """
-    if link.schedule == "constant":
+    kind = SCHEDULES[link.schedule]
+    if kind.constant:
         return
     from vfl.compress.registry import COMPRESSORS
-    from vfl.compress.schedule import MAX_BITS, make_schedule
 
-    params: dict[str, Any]
-    if link.schedule == "steps":
-        key, params = "steps", {"steps": tuple((r, b) for r, b in link.steps)}
-    else:
-        cap = getattr(COMPRESSORS[link.name], "max_bits", MAX_BITS)
-        key, params = "bits", {"initial": link.bits, "max_bits": cap}
+    cap = COMPRESSORS[link.name].max_bits
     try:
-        make_schedule(link.schedule, **params)
+        bit_schedule(link.schedule, bits=link.bits, steps=link.steps, max_bits=cap)
     except ConfigError as error:
+        key = _blamed(str(error), kind.bit_keys)
         message = f"the {link.schedule!r} bit schedule cannot be built: {error}"
         raise FieldError(f"{path}.{key}", message) from None
 
 
 def check_ratio_schedule(schedule: RatioScheduleConfig) -> None:
-    """Build an LVFL ratio schedule with ``vfl.prune.make_schedule``.
+    """Build an LVFL ratio schedule with ``vfl.schedules.ratio_schedule``.
 
     Raises:
-        FieldError: naming the key of the schedule's kind (``steps``, ``end_round``,
-            ``values``), relative to the schedule's table.
+        FieldError: naming the key of the schedule that it refuses (``steps``, ``end_round``,
+            ``values``...), relative to the schedule's table.
     """
-    from vfl.prune import make_schedule
-
-    key = RATIO_KEYS.get(schedule.kind, "kind")
+    keys = SCHEDULES[schedule.kind].ratio_keys
     try:
-        make_schedule(schedule.spec(), name=key)
+        ratio_schedule(schedule.spec(), name="")
     except ConfigError as error:
-        raise FieldError(key, str(error).removeprefix(f"{key}: ")) from None
+        detail = str(error).removeprefix(": ")
+        raise FieldError(_blamed(detail, keys), detail) from None
+
+
+def _blamed(message: str, keys: tuple[str, ...]) -> str:
+    """The key an error message starts with, else the last key the schedule reads."""
+    return next((key for key in keys if message.startswith(key)), keys[-1] if keys else "kind")

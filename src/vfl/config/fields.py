@@ -189,8 +189,32 @@ class NonEmpty(Constraint):
         return self.need
 
 
+class Choice(Constraint):
+    """One of a set of values; subclasses say where the set comes from (``choices``)."""
+
+    @abstractmethod
+    def choices(self) -> tuple[Any, ...]:
+        """The valid values."""
+
+    def admits(self, value: Any) -> bool:
+        """Whether ``value`` is one of ``choices()``."""
+        return value in self.choices()
+
+    def requirement(self, hint: Any) -> str:
+        """``must be one of 'a', 'b'``."""
+        return f"must be one of {', '.join(map(repr, self.choices()))}"
+
+    def summary(self, hint: Any) -> str:
+        """``one of 'a', 'b'``."""
+        return f"one of {', '.join(map(repr, self.choices()))}"
+
+    def message(self, value: Any, hint: Any) -> str:
+        """``must be one of 'a', 'b'; got 'c'``."""
+        return f"{self.requirement(hint)}; got {value!r}"
+
+
 @dataclass(frozen=True)
-class OneOf(Constraint):
+class OneOf(Choice):
     """One of a fixed set of values (for a ``str`` field whose options live elsewhere).
 
     Attributes:
@@ -199,21 +223,28 @@ class OneOf(Constraint):
 
     options: tuple[Any, ...]
 
-    def admits(self, value: Any) -> bool:
-        """Whether ``value`` is one of ``options``."""
-        return value in self.options
+    def choices(self) -> tuple[Any, ...]:
+        """``options``."""
+        return self.options
 
-    def requirement(self, hint: Any) -> str:
-        """``must be one of 'a', 'b'``."""
-        return f"must be one of {', '.join(map(repr, self.options))}"
 
-    def summary(self, hint: Any) -> str:
-        """``one of 'a', 'b'``."""
-        return f"one of {', '.join(map(repr, self.options))}"
+@dataclass(frozen=True)
+class Registered(Choice):
+    """A name that an extension point's registry holds, read when a value is checked.
 
-    def message(self, value: Any, hint: Any) -> str:
-        """``must be one of 'a', 'b'; got 'c'``."""
-        return f"{self.requirement(hint)}; got {value!r}"
+    An entry registered later (a plug-in's, a test's) is then accepted with no edit here.
+
+    Attributes:
+        names: The registered names, from the registry.
+        extra: Names accepted besides the registered ones (``none``).
+    """
+
+    names: Callable[[], Sequence[str]]
+    extra: tuple[str, ...] = ()
+
+    def choices(self) -> tuple[Any, ...]:
+        """``extra`` and every registered name."""
+        return (*self.extra, *self.names())
 
 
 @dataclass(frozen=True)

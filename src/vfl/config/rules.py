@@ -1,4 +1,4 @@
-"""Every cross-field rule of the run config, in one place.
+"""Every cross-field rule of the run config: here, and in ``rules_privacy`` and ``rules_roles``.
 
 A rule is registered for one section class with ``@rule(Cls)`` and runs whenever such a section
 is built, after the field constraints declared next to its fields. Keys are relative to the
@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from vfl.config.applicability import inapplicable, reading_saved
-from vfl.config.attack import ATTACK_ROLES, AttackConfig
+from vfl.config import rules_privacy as rules_privacy  # registers the privacy rules
+from vfl.config import rules_roles as rules_roles  # registers the rules on roles
+from vfl.config.applicability import inapplicable
 from vfl.config.buildable import (
     NO_COMPRESSOR,
     check_bit_schedule,
@@ -28,6 +29,8 @@ from vfl.config.buildable import (
 )
 from vfl.config.fields import finite, show
 from vfl.config.io import FieldError, check
+from vfl.config.protocols import ProtocolConfig
+from vfl.config.saved import reading_saved
 from vfl.config.schema import RunConfig
 from vfl.config.section import Section, rule
 from vfl.config.sections import (
@@ -35,10 +38,10 @@ from vfl.config.sections import (
     DataConfig,
     HeadConfig,
     PartitionConfig,
-    ProtocolConfig,
     TargetConfig,
 )
 from vfl.config.stages import CompressorConfig, LightweightConfig, RatioScheduleConfig
+from vfl.schedules import SCHEDULES
 
 FIXED_PARTIES = {"halves": 2, "quadrants": 4}
 """Partition schemes that make a fixed number of parties."""
@@ -170,9 +173,9 @@ def _fixed_range_is_ordered(link: CompressorConfig) -> None:
 @rule(CompressorConfig)
 def _steps_schedule_has_steps(link: CompressorConfig) -> None:
     check(
-        link.schedule != "steps" or bool(link.steps),
+        "steps" not in SCHEDULES[link.schedule].bit_keys or bool(link.steps),
         "steps",
-        "schedule 'steps' needs [[round, bits], ...] pairs",
+        f"schedule {link.schedule!r} needs [[round, bits], ...] pairs",
     )
 
 
@@ -188,27 +191,24 @@ def _compressor_is_registered(link: CompressorConfig) -> None:
     )
 
 
-@rule(RatioScheduleConfig)
-def _steps_kind_has_steps(schedule: RatioScheduleConfig) -> None:
-    check(
-        schedule.kind != "steps" or bool(schedule.steps),
-        "steps",
-        "kind 'steps' needs [[round, ratio], ...] pairs",
-    )
+LIST_KEYS = {"steps": "[[round, ratio], ...] pairs", "values": "one ratio per round"}
+"""The list keys of a ratio schedule, each with what it must hold when the kind reads it."""
 
 
 @rule(RatioScheduleConfig)
-def _table_kind_has_values(schedule: RatioScheduleConfig) -> None:
-    check(
-        schedule.kind != "table" or bool(schedule.values),
-        "values",
-        "kind 'table' needs one ratio per round",
-    )
+def _read_lists_are_given(schedule: RatioScheduleConfig) -> None:
+    for key in SCHEDULES[schedule.kind].ratio_keys:
+        if key in LIST_KEYS:
+            check(
+                bool(getattr(schedule, key)),
+                key,
+                f"kind {schedule.kind!r} needs {LIST_KEYS[key]}",
+            )
 
 
 @rule(RatioScheduleConfig)
 def _ratio_schedule_builds(schedule: RatioScheduleConfig) -> None:
-    if schedule.kind != "constant":
+    if not SCHEDULES[schedule.kind].constant:
         check_ratio_schedule(schedule)
 
 
@@ -216,194 +216,6 @@ def _ratio_schedule_builds(schedule: RatioScheduleConfig) -> None:
 def _parties_listed_once(lightweight: LightweightConfig) -> None:
     ids = [entry.party for entry in lightweight.party]
     check(len(ids) == len(set(ids)), "party", f"lists a party twice: {ids}")
-
-
-@rule(RunConfig)
-def _secure_aggregation_sums_pbm_counts(config: RunConfig) -> None:
-    if config.privacy.secure_aggregation != "on":
-        return
-    check(
-        config.model.head.fusion == "sum",
-        "model.head.fusion",
-        "secure aggregation reveals only the sum of the embeddings: use fusion 'sum',"
-        f" not {config.model.head.fusion!r}",
-    )
-    check(
-        config.privacy.mechanism == "pbm",
-        "privacy.secure_aggregation",
-        "'on' aggregates integer counts: set privacy.mechanism = 'pbm'",
-    )
-
-
-@rule(RunConfig)
-def _check_pbm(config: RunConfig) -> None:
-    """PBM needs sum fusion, bounded embeddings and private labels (VFL-PBM section 4)."""
-    if config.privacy.mechanism != "pbm":
-        return
-    check(
-        config.model.head.fusion == "sum",
-        "model.head.fusion",
-        "privacy.mechanism 'pbm' sends counts the server can only sum: use fusion 'sum', not"
-        f" {config.model.head.fusion!r}",
-    )
-    check(
-        config.model.bottom.output_activation == "tanh",
-        "model.bottom.output_activation",
-        "privacy.mechanism 'pbm' needs bounded embeddings: use 'tanh' (|x| <= 1), not"
-        f" {config.model.bottom.output_activation!r}",
-    )
-    check(
-        config.privacy.clip >= 1.0,
-        "privacy.clip",
-        f"tanh embeddings reach 1, so clip must be >= 1, got {config.privacy.clip}",
-    )
-    _check_pbm_protocol(config)
-
-
-def _check_pbm_protocol(config: RunConfig) -> None:
-    check(
-        config.protocol.labels == "private",
-        "protocol.labels",
-        "privacy.mechanism 'pbm' works with labels private to the server",
-    )
-    check(
-        config.protocol.schedule == "parallel",
-        "protocol.schedule",
-        "privacy.mechanism 'pbm' uses the parallel schedule",
-    )
-    check(
-        config.compress.embedding.name == NO_COMPRESSOR,
-        "compress.embedding.name",
-        "with privacy.mechanism 'pbm' the uploads are PBM counts; set no embedding compressor",
-    )
-    check(
-        config.protocol.active_party == 0,
-        "protocol.active_party",
-        "privacy.mechanism 'pbm' protects every party's features: no party can sit with the server",
-    )
-
-
-@rule(RunConfig)
-def _check_sparsify(config: RunConfig) -> None:
-    """LVFL sparsification replaces top-k and cannot carry PBM counts."""
-    if not config.lightweight.sparsifies:
-        return
-    check(
-        config.compress.embedding.name != "topk",
-        "compress.embedding.name",
-        "lightweight.beta already sparsifies the uploads; quantize the kept values with"
-        " 'scalar' or 'lattice' instead of 'topk'",
-    )
-    check(
-        config.privacy.mechanism == "none",
-        "lightweight.beta",
-        "with privacy.mechanism 'pbm' the uploads are PBM counts, which cannot be sparsified",
-    )
-
-
-@rule(RunConfig)
-def _after_upload_needs_shared_labels(config: RunConfig) -> None:
-    check(
-        config.lightweight.prune_at == "round_start" or config.protocol.labels == "shared",
-        "lightweight.prune_at",
-        "'after_upload' needs protocol.labels = 'shared' (with private labels the returned"
-        " gradient belongs to the model that computed the upload)",
-    )
-
-
-@rule(RunConfig)
-def _parties_exist(config: RunConfig) -> None:
-    parties = config.partition.num_parties
-    for entry in config.lightweight.party:
-        check(
-            entry.party <= parties,
-            "lightweight.party",
-            f"party {entry.party} is not a party; valid: 1..{parties}",
-        )
-    active = config.protocol.active_party
-    check(
-        active <= parties,
-        "protocol.active_party",
-        f"{active} is not a party; valid: 1..{parties} (0: none)",
-    )
-
-
-@rule(RunConfig)
-def _links_match_labels(config: RunConfig) -> None:
-    """Private labels return gradients; shared labels broadcast the server model instead."""
-    compress = config.compress
-    if config.protocol.labels == "private":
-        check(
-            compress.server_model.name == NO_COMPRESSOR,
-            "compress.server_model.name",
-            "compress.server_model applies to protocol.labels = 'shared' only",
-        )
-    else:
-        check(
-            compress.gradient.name == NO_COMPRESSOR,
-            "compress.gradient.name",
-            "compress.gradient applies to protocol.labels = 'private' only; with shared labels"
-            " no gradient is sent",
-        )
-
-
-@rule(AttackConfig)
-def _attack_runs_at_its_role(attack: AttackConfig) -> None:
-    role = ATTACK_ROLES.get(attack.name)
-    valid = ", ".join(repr(n) for n, r in ATTACK_ROLES.items() if r == attack.role)
-    check(
-        role is None or role == attack.role,
-        "role",
-        f"{attack.name!r} is an attack by the {role}, not the {attack.role} (attacks by the"
-        f" {attack.role}: {valid})",
-    )
-
-
-@rule(RunConfig)
-def _attack_fits_the_run(config: RunConfig) -> None:
-    """An attack needs messages to observe, and a party attacker must not hold the labels."""
-    attack = config.attack
-    if attack.name == "none":
-        return
-    check(config.protocol.mode == "vfl", "attack.name", "the centralized baseline sends nothing")
-    check(
-        attack.party <= config.partition.num_parties,
-        "attack.party",
-        f"{attack.party} is not a party; valid: 1..{config.partition.num_parties}",
-    )
-    check(
-        attack.party != config.protocol.active_party,
-        "attack.party",
-        f"party {attack.party} is the active party: it sits with the label holder, whose"
-        " messages to it never cross a transport",
-    )
-    check(
-        attack.role == "server" or config.protocol.labels == "private",
-        "attack.role",
-        "with protocol.labels = 'shared' every party holds the labels: nothing to infer",
-    )
-
-
-@rule(RunConfig)
-def _gradient_noise_needs_gradients(config: RunConfig) -> None:
-    if config.privacy.gradient_noise.enabled:
-        check(
-            config.protocol.labels == "private" and config.protocol.mode == "vfl",
-            "privacy.gradient_noise.noise_multiplier",
-            "noises the gradients the label holder sends: needs protocol.mode = 'vfl' and"
-            " protocol.labels = 'private'",
-        )
-
-
-@rule(RunConfig)
-def _budget_needs_a_mechanism(config: RunConfig) -> None:
-    privacy = config.privacy
-    check(
-        privacy.max_epsilon == 0 or privacy.mechanism == "pbm" or privacy.gradient_noise.enabled,
-        "privacy.max_epsilon",
-        "a budget needs a mechanism that spends it: privacy.mechanism = 'pbm' or"
-        " privacy.gradient_noise.noise_multiplier > 0",
-    )
 
 
 @rule(RunConfig)

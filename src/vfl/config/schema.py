@@ -15,13 +15,13 @@ from pathlib import Path
 
 from vfl.config.attack import AttackConfig
 from vfl.config.io import from_mapping, merge, parse_overrides, read_toml, with_paths_resolved
+from vfl.config.protocols import ProtocolConfig
 from vfl.config.section import Section
 from vfl.config.sections import (
     DataConfig,
     ModelConfig,
     OutputConfig,
     PartitionConfig,
-    ProtocolConfig,
     TargetConfig,
     TrainConfig,
 )

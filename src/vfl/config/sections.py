@@ -1,4 +1,4 @@
-"""The run config's plain sections: data, partition, model, training, protocol, target, output.
+"""The run config's plain sections: data, partition, model, training, target, output.
 
 Each section declares its fields' valid ranges next to the fields (``vfl.config.fields``);
 every rule between fields lives in ``vfl.config.rules``.
@@ -211,46 +211,6 @@ class TrainConfig(Section):
     eval_every: Annotated[int, Range(ge=0)] = 0
     threads: Annotated[int, Range(ge=0, le=MAX_THREADS, note="0 = torch's default")] = 0
     device: Literal["auto", "cpu", "cuda", "mps"] = "cpu"
-
-
-@dataclass(frozen=True)
-class ProtocolConfig(Section):
-    """Which protocol trains the model.
-
-    Attributes:
-        mode: ``vfl``: parties and server exchange messages through the in-process transport,
-            every message encoded and counted. ``centralized``: the same combined model trained
-            in one process with no messages (the baseline).
-        labels: ``private``: only the server holds labels; it returns d loss / d embedding
-            (split learning, C-VFL Algorithm 2, FedBCD). ``shared``: every party holds them and
-            receives the stale compressed view of the round (C-VFL Algorithm 1; FedBCD's exact
-            partial gradient at the stale point).
-        local_steps: Q, the local iterations every role takes per round on the round's batch.
-        proximal_mu: FedPBCD's proximal weight mu (0 disables the term).
-        schedule: ``parallel`` (FedBCD-p: every party steps at once after one exchange) or
-            ``sequential`` (FedBCD-s: parties step one after another, each re-sending its
-            updated embedding; private labels only).
-        active_party: The party (1..M) whose features live with the label holder (FedBCD's
-            party K): its exchanges stay in the server's process and cost no bytes. 0 = none.
-        pipeline: Send a round's gradients together with the next round's batch (one message
-            to each party and one reply per round instead of two of each; private labels with
-            the parallel schedule, and VFL-PBM). Every party takes the same steps in the same
-            order; the ledger holds fewer messages and bytes. An evaluation inside an epoch and
-            the epoch's end send the waiting gradients on their own; a checkpoint keeps them,
-            so a resumed run sends the same messages. In one process the parties share torch's
-            global generator: with user modules that draw from it (dropout) and Q > 1 or an
-            active party, the parties' draws interleave differently, so the two settings give
-            different, equally valid runs. ``false`` sends every gradient on its own (the
-            message pattern of runs made before it).
-    """
-
-    mode: Literal["vfl", "centralized"] = "vfl"
-    labels: Literal["private", "shared"] = "private"
-    local_steps: Annotated[int, Range(ge=1)] = 1
-    proximal_mu: Annotated[float, Range(ge=0)] = 0.0
-    schedule: Literal["parallel", "sequential"] = "parallel"
-    active_party: Annotated[int, Range(ge=0)] = 0
-    pipeline: bool = True
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from vfl.config.fields import Each, Range, Satisfies, pairs
+from vfl.config.fields import Each, Range, Registered, Satisfies, pairs
+from vfl.config.mechanisms import MECHANISMS, NO_MECHANISM
 from vfl.config.section import Section
+from vfl.schedules import SCHEDULES, bit_kinds, ratio_kinds, ratio_schedule
 
 Ratio = Annotated[float, Range(ge=0, lt=1)]
 Finite = Annotated[float, Satisfies(math.isfinite, "must be a finite number", "finite")]
@@ -49,7 +51,7 @@ class CompressorConfig(Section):
     ratio: Annotated[float, Range(ge=0, le=1)] = 0.0
     select: Literal["magnitude", "gradient"] = "magnitude"
     per_row: bool = False
-    schedule: Literal["constant", "steps", "diminishing"] = "constant"
+    schedule: Annotated[str, Registered(bit_kinds)] = "constant"
     steps: Annotated[
         tuple[tuple[int, ...], ...], Satisfies(pairs, "must be [round, bits] pairs")
     ] = ()
@@ -146,7 +148,7 @@ class PrivacyConfig(Section):
         gradient_noise: Clipping and Gaussian noise of the gradients the label holder sends.
     """
 
-    mechanism: Literal["none", "pbm"] = "none"
+    mechanism: Annotated[str, Registered(MECHANISMS.names)] = NO_MECHANISM
     trials: Annotated[int, Range(ge=1, le=4096)] = 16
     beta: Annotated[float, Range(gt=0, le=0.25)] = 0.05
     clip: Annotated[float, Range(gt=0)] = 1.0
@@ -177,7 +179,7 @@ class RatioScheduleConfig(Section):
         values: For ``table``.
     """
 
-    kind: Literal["constant", "steps", "linear", "table"] = "constant"
+    kind: Annotated[str, Registered(ratio_kinds)] = "constant"
     value: Ratio = 0.0
     steps: Annotated[
         tuple[tuple[float, ...], ...], Satisfies(pairs, "must be [round, ratio] pairs")
@@ -189,31 +191,19 @@ class RatioScheduleConfig(Section):
     values: Annotated[tuple[float, ...], Each(Range(ge=0, lt=1))] = ()
 
     def spec(self) -> dict[str, object]:
-        """The schedule as ``vfl.prune.make_schedule`` takes it."""
-        if self.kind == "constant":
-            return {"kind": "constant", "value": self.value}
-        if self.kind == "steps":
-            return {"kind": "steps", "steps": [[int(r), float(v)] for r, v in self.steps]}
-        if self.kind == "table":
-            return {"kind": "table", "values": list(self.values)}
-        return {
-            "kind": "linear",
-            "start_round": self.start_round,
-            "end_round": self.end_round,
-            "start_value": self.start_value,
-            "end_value": self.end_value,
-        }
+        """The schedule as ``vfl.schedules.ratio_schedule`` takes it: its kind's keys only."""
+        spec: dict[str, object] = {"kind": self.kind}
+        for key in SCHEDULES[self.kind].ratio_keys:
+            value = getattr(self, key)
+            if key == "steps":
+                value = [[int(r), float(v)] for r, v in value]
+            spec[key] = list(value) if isinstance(value, tuple) else value
+        return spec
 
     @property
     def is_zero(self) -> bool:
         """Whether the ratio is 0 in every round."""
-        ratios = {
-            "constant": (self.value,),
-            "steps": tuple(v for _, v in self.steps),
-            "table": self.values,
-            "linear": (self.start_value, self.end_value),
-        }[self.kind]
-        return all(r == 0 for r in ratios)
+        return ratio_schedule(self.spec()).peak() == 0
 
 
 @dataclass(frozen=True)

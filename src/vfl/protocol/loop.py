@@ -5,23 +5,19 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import torch
 
-from vfl.compress.pipeline import MessageSeeds, TensorCodec, evaluation_purpose
+from vfl.compress.pipeline import evaluation_purpose
 from vfl.errors import DIVERGED_HINT, TrainingDiverged, WireError
-from vfl.models.optim import LearningRateSchedule
 from vfl.privacy.budget import GaussianEpochBudget
-from vfl.privacy.events import PbmEvent, SelfComposedEvent
-from vfl.privacy.gradient_noise import GradientNoise
-from vfl.privacy.secure_sum import ServerSecureSum
 from vfl.protocol.base import RoundCallback
+from vfl.protocol.label_privacy import LabelPrivacy
+from vfl.protocol.options import LoopOptions
 from vfl.protocol.sampler import BatchSampler, chunks
 from vfl.protocol.waiting import WaitingGradients
 from vfl.results.metrics import evaluate_logits
-from vfl.roles.local import LocalSteps
 from vfl.roles.server import Server
 from vfl.transport.base import Transport
 from vfl.transport.ledger import Ledger, Phase
@@ -38,72 +34,10 @@ from vfl.wire import (
 R = TypeVar("R", bound=Message)
 
 
-@dataclass(frozen=True)
-class Links:
-    """The codecs on each link; ``None`` sends float32 tensors as they are.
-
-    Attributes:
-        embedding: Parties' embeddings to the server (C_1..C_M).
-        gradient: Gradients from the server to the parties (labels private).
-        server_model: The server model to the parties (C_0; labels shared).
-    """
-
-    embedding: TensorCodec | None = None
-    gradient: TensorCodec | None = None
-    server_model: TensorCodec | None = None
-
-
-@dataclass(frozen=True)
-class ServerPrivacy:
-    """VFL-PBM at the server: the secure-sum sessions, what one epoch releases, the delta.
-
-    Attributes:
-        secure_sum: The mechanism and the secure-aggregation sessions.
-        event: One release of one sample's embedding (for the accountant).
-        delta: The delta of the reported epsilon.
-    """
-
-    secure_sum: ServerSecureSum
-    event: PbmEvent
-    delta: float
-
-
-@dataclass(frozen=True)
-class LoopOptions:
-    """Server-side protocol options.
-
-    Attributes:
-        steps: Q and the proximal weight for the server's own steps.
-        links: The codecs.
-        seeds: Per-message seeds shared with the parties.
-        learning_rate: Per-round learning rate, or ``None`` to keep the optimizer's.
-        privacy: The private-aggregation stage (VFL-PBM), or ``None``.
-        compress_evaluation: Evaluation embeddings arrive through the embedding codec.
-        active_party: The party whose block includes the head (FedBCD's party K, in the server's
-            process), or 0.
-        gradient_noise: Clips and noises every gradient row sent to a party, or ``None``.
-        delta: The delta of the gradient noise's reported epsilon.
-        pipeline: Inside an epoch, a round's gradients travel with the next round's batch
-            (``GradEmbedRequest``: one message to each party and one reply per round instead of
-            two of each); the parties compute exactly what they would otherwise.
-    """
-
-    steps: LocalSteps = field(default_factory=LocalSteps)
-    links: Links = field(default_factory=Links)
-    seeds: MessageSeeds = field(default_factory=lambda: MessageSeeds(0))
-    learning_rate: LearningRateSchedule | None = None
-    privacy: ServerPrivacy | None = None
-    compress_evaluation: bool = False
-    active_party: int = 0
-    gradient_noise: GradientNoise | None = None
-    delta: float = 1e-5
-    pipeline: bool = False
-
-
-class ServerLoop(ABC):
+class ServerLoop(LabelPrivacy, ABC):
     """Base of the server-side loops: subclasses implement ``exchange``.
 
-    Each concrete loop has a registry ``name`` (``vfl.protocol.registry``).
+    Each concrete loop has a registry ``name`` (``vfl.config.protocols``).
 
     Args:
         server: The label holder.
@@ -140,84 +74,8 @@ class ServerLoop(ABC):
         """The transport's communication ledger."""
         return self.transport.ledger
 
-    def setup(self) -> None:  # noqa: B027 - an optional hook, not an abstract step
+    def setup(self) -> None:
         """Nothing to set up by default."""
-
-    @property
-    def epochs_started(self) -> int:
-        """Epochs with at least one round run: each has released every sample once, or will.
-
-        Epsilon is per sample, so an epoch counts from its first round on (a sample of that
-        round has been released once more): mid-epoch records carry what was spent so far.
-        """
-        return -(-self.rounds // len(self.sampler))
-
-    @property
-    def label_releases(self) -> int:
-        """Noised gradient rows of one sample per epoch that all passive parties together hold.
-
-        Every party that receives gradients (all but an active party in the label holder's
-        process) gets its row with a noise draw of its own: a coalition of them pools this many.
-        """
-        active = self.options.active_party
-        return sum(1 for party in self.server.party_ids if party != active)
-
-    def label_budget(self, *, coalition: bool = True) -> GaussianEpochBudget | None:
-        """The gradient noise's epsilon per number of epochs (PLD), if gradients are noised.
-
-        ``coalition``: every party's rows pooled (``label_releases`` per epoch, what
-        ``label_epsilon`` states); else one party's alone (one release per epoch).
-        """
-        noise = self.options.gradient_noise
-        if noise is None:
-            return None
-        releases = self.label_releases if coalition else 1
-        if releases not in self._label_budgets:
-            event = SelfComposedEvent(noise.event(), releases)
-            self._label_budgets[releases] = GaussianEpochBudget(event, self.options.delta)
-        return self._label_budgets[releases]
-
-    def privacy_spent(self) -> dict[str, float] | None:
-        """The gradient noise's epsilon of the labels so far, if gradients are noised.
-
-        ``label_epsilon`` against any coalition of passive parties; ``label_epsilon_one_party``
-        against one passive party alone.
-        """
-        pooled, alone = self.label_budget(), self.label_budget(coalition=False)
-        if pooled is None or alone is None:
-            return None
-        epochs = self.epochs_started
-        return {
-            "label_epsilon": pooled.epsilon(epochs),
-            "label_delta": pooled.delta,
-            "label_epsilon_one_party": alone.epsilon(epochs),
-        }
-
-    def privacy_claims(self) -> dict[str, dict[str, Any]]:
-        """What each reported epsilon covers, how it is computed, and its cross-check."""
-        budget = self.label_budget()
-        if budget is None:
-            return {}
-        releases = self.label_releases
-        return {
-            "threat_model": {
-                "label_epsilon": (
-                    "labels, against any passive party and any coalition of passive parties"
-                    f" pooling what they receive ({releases} noised row(s) per sample and epoch,"
-                    " each party's with a noise draw of its own, all counted); the server holds"
-                    " the labels"
-                ),
-                "label_epsilon_one_party": (
-                    "labels, against one passive party alone (its own noised row per sample"
-                    " and epoch)"
-                ),
-            },
-            "accounting": {
-                "label_epsilon": budget.describe(),
-                "label_epsilon_one_party": budget.describe(),
-            },
-            "cross_check": {"label_epsilon_rdp": budget.rdp_epsilon(self.epochs_started)},
-        }
 
     def train_round(self, ids: torch.Tensor) -> float:
         """One round on the batch ``ids`` (the round counter then advances); returns its loss."""

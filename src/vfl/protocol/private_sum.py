@@ -17,7 +17,7 @@ import torch
 
 from vfl.errors import ConfigError
 from vfl.privacy.budget import EpochBudget
-from vfl.protocol.loop import LoopOptions
+from vfl.protocol.options import LoopOptions
 from vfl.protocol.sampler import BatchSampler
 from vfl.protocol.split import SplitLearning
 from vfl.roles.server import Server

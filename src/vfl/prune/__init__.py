@@ -1,8 +1,9 @@
 """Computation lightweighting (LVFL): structured pruning of bottom models, FLOPs, ratio schedules.
 
 See ``docs/pruning.md``. A round of training uses it like this: the party asks its
-``ProgressivePruner`` to ``step`` with the round's ``α_k^t`` (from a ``RatioSchedule``); when a
-smaller model comes back, it swaps in ``pruned.model`` and ``rebuild_optimizer(...)``.
+``ProgressivePruner`` to ``step`` with the round's ``α_k^t`` (from a ``vfl.schedules`` ratio
+schedule); when a smaller model comes back, it swaps in ``pruned.model`` and
+``rebuild_optimizer(...)``.
 """
 
 from vfl.prune.chain import Link, layer_chain, prunable_links, weighted_links
@@ -17,19 +18,9 @@ from vfl.prune.flops import (
 )
 from vfl.prune.optimizer import rebuild_optimizer, slice_optimizer_state
 from vfl.prune.progressive import ProgressivePruner
-from vfl.prune.schedule import (
-    ConstantRatio,
-    LinearRatio,
-    RatioSchedule,
-    StepRatio,
-    TableRatio,
-    make_party_schedules,
-    make_schedule,
-)
 from vfl.prune.structured import (
     ParamSlice,
     PrunedModel,
-    check_ratio,
     kept_count,
     prune_model,
     prune_units,
@@ -40,25 +31,17 @@ from vfl.prune.structured import (
 )
 
 __all__ = [
-    "ConstantRatio",
     "LayerCost",
-    "LinearRatio",
     "Link",
     "ModelCost",
     "ParamSlice",
     "ProgressivePruner",
     "PrunedModel",
-    "RatioSchedule",
-    "StepRatio",
-    "TableRatio",
-    "check_ratio",
     "conv2d_output_size",
     "count_params",
     "flops_per_sample",
     "kept_count",
     "layer_chain",
-    "make_party_schedules",
-    "make_schedule",
     "model_cost",
     "pool2d_output_size",
     "prunable_links",

@@ -27,8 +27,8 @@ from vfl.models.device import model_device
 from vfl.prune.flops import count_params, flops_per_sample
 from vfl.prune.optimizer import rebuild_optimizer
 from vfl.prune.progressive import ProgressivePruner
-from vfl.prune.schedule import RatioSchedule
 from vfl.results.compute import RoundCompute
+from vfl.schedules import Schedule
 
 BACKWARD_COST = 2
 """FLOPs of a backward pass, in forwards."""
@@ -46,7 +46,7 @@ class Lightweighting:
     """
 
     def __init__(
-        self, alpha: RatioSchedule, beta: RatioSchedule, *, after_upload: bool = False
+        self, alpha: Schedule[float], beta: Schedule[float], *, after_upload: bool = False
     ) -> None:
         self.alpha = alpha
         self.beta = beta

@@ -22,11 +22,11 @@ from torch import nn
 from vfl.errors import ConfigError
 from vfl.prune.structured import (
     PrunedModel,
-    check_ratio,
     prune_units,
     select_units,
     unit_widths,
 )
+from vfl.schedules import check_ratio
 
 
 class ProgressivePruner:
@@ -73,7 +73,7 @@ class ProgressivePruner:
             ConfigError: if ``ratio`` is not in ``[0, 1)``, or ``model``'s widths are not the
                 ones this pruner left.
         """
-        ratio = check_ratio(ratio)
+        ratio = check_ratio(ratio, "pruning ratio")
         if ratio <= self.max_ratio:
             return None
         if unit_widths(model) != self.widths():

@@ -36,6 +36,7 @@ from torch import nn
 
 from vfl.errors import ConfigError
 from vfl.prune.chain import WEIGHTED_LAYERS, layer_chain, prunable_links
+from vfl.schedules import check_ratio
 
 ParamSlice = tuple[tuple[int, torch.Tensor], ...]
 """Which indices of an old parameter a new one keeps: ``(dim, indices)`` pairs, applied in order."""
@@ -78,17 +79,10 @@ def kept_count(original: int, ratio: float) -> int:
         >>> [kept_count(10, r) for r in (0.0, 0.25, 0.5, 0.7, 0.99)]
         [10, 8, 5, 3, 1]
     """
-    check_ratio(ratio)
+    check_ratio(ratio, "pruning ratio")
     if original < 1:
         raise ConfigError(f"a layer needs at least 1 unit, got {original}")
     return max(1, math.ceil(round((1.0 - ratio) * original, 9)))
-
-
-def check_ratio(ratio: float, name: str = "pruning ratio") -> float:
-    """``ratio`` as a float if it is a number in ``[0, 1)``; ``ConfigError`` naming it if not."""
-    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0.0 <= ratio < 1.0:
-        raise ConfigError(f"{name} must be a number in [0, 1), got {ratio!r}")
-    return float(ratio)
 
 
 def unit_scores(layer: nn.Module) -> torch.Tensor:

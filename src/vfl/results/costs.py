@@ -12,7 +12,6 @@ from typing import Any
 
 from vfl.results.cvfl_costs import (
     literal_bits_per_round,
-    nominal_bits,
     private_labels_bits_per_round,
     reproduction_bits_per_round,
     time_to_target,
@@ -28,8 +27,9 @@ class RoundShape:
         batch: Samples per round (B).
         widths: Every party's embedding width (P_m), ascending party id.
         server_parameters: Parameters of the server model (|θ0|).
-        embedding: The embedding compressor's name and bits.
-        gradient: The gradient compressor's name and bits (private labels).
+        embedding_bits: The bits per component the paper counts for an embedding (32 when
+            uncompressed).
+        gradient_bits: The same for a returned gradient (private labels).
         rounds_per_epoch: Rounds in one epoch.
     """
 
@@ -37,14 +37,14 @@ class RoundShape:
     batch: int
     widths: Sequence[int]
     server_parameters: int
-    embedding: tuple[str, int]
-    gradient: tuple[str, int]
+    embedding_bits: int
+    gradient_bits: int
     rounds_per_epoch: int
 
 
 def paper_accounting(shape: RoundShape, *, rounds: int, measured_bytes: int) -> dict[str, Any]:
     """Measured bytes per round beside the C-VFL formulas (spec cvfl.md sections 4.2, 4.3)."""
-    bits = nominal_bits(*shape.embedding)
+    bits = shape.embedding_bits
     widths = list(shape.widths)
     report: dict[str, Any] = {
         "bits_per_component": bits,
@@ -68,7 +68,7 @@ def paper_accounting(shape: RoundShape, *, rounds: int, measured_bytes: int) -> 
     else:
         total = private_labels_bits_per_round(
             bits=bits,
-            gradient_bits=nominal_bits(*shape.gradient),
+            gradient_bits=shape.gradient_bits,
             batch=shape.batch,
             widths=widths,
         )

@@ -48,8 +48,3 @@ def time_to_target(
         512.82
     """
     return rounds * (local_steps * compute_seconds + latency_seconds)
-
-
-def nominal_bits(name: str, bits: int) -> int:
-    """Bits per component the paper would count for a link: 32 when uncompressed."""
-    return 32 if name in ("none", "identity") else bits

@@ -4,38 +4,45 @@ With labels private to the server (the default), a party only ever learns d loss
 embedding): it never sees labels, other parties' features or other parties' embeddings. With
 shared labels (C-VFL Algorithm 1) it also holds the labels, receives every party's stale
 compressed embedding and a compressed copy of the server model, and trains against them.
+
+Requests are answered by a table of handlers keyed by message kind (``handle``). The other
+concerns live beside it: ``party_options`` (the stages a party is given), ``arrivals`` (checks
+on the ids and gradients it receives), ``party_labels`` (its steps against labels it holds) and
+``party_state`` (its checkpoint).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import torch
 from torch import nn
 
-from vfl.compress.pipeline import REFRESH, MessageSeeds, TensorCodec, evaluation_purpose
+from vfl.compress.pipeline import REFRESH, evaluation_purpose
 from vfl.data.dataset import check_finite
 from vfl.errors import DataError, ProtocolError, WireError
 from vfl.models.device import model_device
-from vfl.models.optim import LearningRateSchedule
-from vfl.privacy.secure_sum import PartySecureSum
-from vfl.prune.lightweight import Lightweighting
-from vfl.roles.local import LocalSteps, block_steps, gradient_steps, view_steps
+from vfl.roles.arrivals import check_ids, received_grad
+from vfl.roles.local import gradient_steps
+from vfl.roles.party_labels import LabelSteps
+from vfl.roles.party_options import PartyOptions
+from vfl.roles.party_state import PartyState
 from vfl.roles.pending import PendingRound, SavedRound, generator_states
-from vfl.roles.shared import ActiveBlock, SharedLabels, decode_view, load_vector
 from vfl.wire import (
     SPLIT_TEST,
     SPLIT_TRAIN,
     Ack,
     ActiveBlockRequest,
     CompressedEmbedReply,
+    CompressedGradEmbedRequest,
     CompressedGradRequest,
     EmbedReply,
     EmbedRequest,
     EvalRequest,
+    GradEmbedRequest,
     GradRequest,
     Message,
     PipelinedRequest,
@@ -45,40 +52,9 @@ from vfl.wire import (
     Shutdown,
     ViewBroadcast,
 )
-from vfl.wire.checks import all_finite, id_bounds
 
 
-@dataclass
-class PartyOptions:
-    """How a party takes part in a protocol (the defaults are plain split learning).
-
-    Attributes:
-        steps: Local steps per round and the proximal weight.
-        uplink: Compresses this party's embedding (``None``: float32 ``EmbedReply``).
-        gradient: Decodes compressed gradients (``None``: float32 ``GradRequest``).
-        shared: Shared-labels state, or ``None`` when labels are private to the server.
-        seeds: Per-message seeds shared with the server.
-        learning_rate: Per-round learning rate, or ``None`` to keep the optimizer's.
-        privacy: VFL-PBM: the mechanism and the secure-sum sessions, or ``None``.
-        lightweight: LVFL: pruning schedule and per-round compute records, or ``None``.
-        compress_evaluation: Send evaluation embeddings through ``uplink`` too.
-        active: For the active party (FedBCD's party K, in the label holder's process): the
-            head, its optimizer and the labels its exact local steps train with; ``None`` else.
-    """
-
-    steps: LocalSteps = field(default_factory=LocalSteps)
-    uplink: TensorCodec | None = None
-    gradient: TensorCodec | None = None
-    shared: SharedLabels | None = None
-    seeds: MessageSeeds = field(default_factory=lambda: MessageSeeds(0))
-    learning_rate: LearningRateSchedule | None = None
-    privacy: PartySecureSum | None = None
-    lightweight: Lightweighting | None = None
-    compress_evaluation: bool = False
-    active: ActiveBlock | None = None
-
-
-class Party:
+class Party(LabelSteps, PartyState):
     """Holds a feature block and trains a bottom model on it.
 
     Args:
@@ -120,31 +96,41 @@ class Party:
         self._last_round = -1
         self._scores: torch.Tensor | None = None  # |d loss / d H| per column, for top-k
         self._compute_seconds = 0.0  # the current round's forward and local steps
+        self._handlers = self._handler_table()
 
     def handle(self, message: Message) -> Message:
-        """Answer one request from the server."""
-        if isinstance(message, EmbedRequest):
-            return self._embed(message)
-        if isinstance(message, GradRequest | CompressedGradRequest):
-            return self._apply_grad(message)
-        if isinstance(message, PipelinedRequest):
-            step, embed = message.split()  # exactly the two requests it stands for, in order
-            self._apply_grad(step)
-            return self._embed(embed)
-        if isinstance(message, ViewBroadcast):
-            return self._apply_view(message)
-        if isinstance(message, ActiveBlockRequest):
-            return self._active_steps(message)
-        if isinstance(message, RefreshRequest):
-            return self._refresh(message)
-        if isinstance(message, SecAggSetup | PublicKeyDirectory):
-            return self._secure_sum_setup(message)
-        if isinstance(message, EvalRequest):
-            return self._evaluate(message)
-        if isinstance(message, Shutdown):
-            self._pending = self._saved = None
-            return Ack(round=message.round)
-        raise ProtocolError(f"party {self.party_id} cannot handle {type(message).__name__}")
+        """Answer one request from the server, by its handler for the message's kind."""
+        handler = self._handlers.get(message.KIND)
+        if handler is None:
+            raise ProtocolError(f"party {self.party_id} cannot handle {type(message).__name__}")
+        return handler(message)
+
+    def _handler_table(self) -> dict[int, Callable[[Any], Message]]:
+        """Each request kind a party answers, and the method that answers it."""
+        handlers: dict[type[Message], Callable[[Any], Message]] = {
+            EmbedRequest: self._embed,
+            GradRequest: self._apply_grad,
+            CompressedGradRequest: self._apply_grad,
+            GradEmbedRequest: self._pipelined,
+            CompressedGradEmbedRequest: self._pipelined,
+            ViewBroadcast: self._apply_view,
+            ActiveBlockRequest: self._active_steps,
+            RefreshRequest: self._refresh,
+            SecAggSetup: self._secure_sum_setup,
+            PublicKeyDirectory: self._secure_sum_setup,
+            EvalRequest: self._evaluate,
+            Shutdown: self._shut_down,
+        }
+        return {cls.KIND: handler for cls, handler in handlers.items()}
+
+    def _pipelined(self, message: PipelinedRequest) -> Message:
+        step, embed = message.split()  # exactly the two requests it stands for, in order
+        self._apply_grad(step)
+        return self._embed(embed)
+
+    def _shut_down(self, message: Shutdown) -> Ack:
+        self._pending = self._saved = None
+        return Ack(round=message.round)
 
     def _embed(self, request: EmbedRequest) -> Message:
         if request.round <= self._last_round:
@@ -152,7 +138,7 @@ class Party:
                 f"party {self.party_id}: embed request for round {request.round} after round"
                 f" {self._last_round} (stale or replayed)"
             )
-        ids = self._check_ids(request.ids, SPLIT_TRAIN)
+        ids = check_ids(request.ids, len(self.features[SPLIT_TRAIN]), self.party_id)
         self._last_round = request.round
         started = time.perf_counter()
         lightweight = self.options.lightweight
@@ -234,7 +220,7 @@ class Party:
 
     def _apply_grad(self, request: GradRequest | CompressedGradRequest) -> Ack:
         pending = self._take_pending(request)
-        grad = self._received_grad(request, pending)
+        grad = received_grad(request, pending.embedding, self.options, self.party_id)
         started = time.perf_counter()
         if self.options.uplink is not None:  # the scores only steer the uplink's selection
             self._scores = grad.abs().mean(dim=0)  # on the host, where the uplink encodes
@@ -265,88 +251,6 @@ class Party:
                 seconds=self._compute_seconds + seconds,
             )
 
-    def _received_grad(
-        self, request: GradRequest | CompressedGradRequest, pending: PendingRound
-    ) -> torch.Tensor:
-        """The decoded gradient, checked on the host (where the wire left it)."""
-        shape = tuple(pending.embedding.shape)
-        if isinstance(request, CompressedGradRequest):
-            if self.options.gradient is None:
-                raise WireError(f"party {self.party_id} expects uncompressed gradients")
-            seed = self.options.seeds.for_message("gradient", request.round, self.party_id)
-            grad = self.options.gradient.decode(
-                request.payload, shape=shape, seed=seed, round_=request.round
-            )
-        else:
-            grad = request.grad
-        if tuple(grad.shape) != shape or grad.dtype != pending.embedding.dtype:
-            raise WireError(
-                f"party {self.party_id}: gradient of shape {tuple(grad.shape)} ({grad.dtype}) for"
-                f" an embedding of shape {shape} ({pending.embedding.dtype})"
-            )
-        if not all_finite(grad):
-            raise WireError(
-                f"party {self.party_id}: gradient for round {request.round} holds non-finite values"
-            )
-        return grad
-
-    def _active_steps(self, request: ActiveBlockRequest) -> Ack:
-        active = self.options.active
-        if active is None:
-            raise ProtocolError(f"party {self.party_id} is not the active party")
-        pending = self._take_pending(request)
-        started = time.perf_counter()
-        block_steps(
-            self.model,
-            self.optimizer,
-            head=active.head,
-            head_optimizer=active.head_optimizer,
-            inputs=self._rows(SPLIT_TRAIN, pending.ids),
-            view=active.view(tuple(o.to(self.device, non_blocking=True) for o in request.others)),
-            labels=active.labels[pending.ids].to(self.device, non_blocking=True),
-            task=active.task,
-            steps=self.options.steps,
-        )
-        self._record_compute(pending, time.perf_counter() - started)
-        return Ack(round=request.round)
-
-    def _apply_view(self, broadcast: ViewBroadcast) -> Ack:
-        shared = self.options.shared
-        if shared is None:
-            raise ProtocolError(f"party {self.party_id} holds no labels: it cannot use a view")
-        pending = self._take_pending(broadcast)
-        view = [
-            None if block is None else block.to(self.device, non_blocking=True)
-            for block in decode_view(
-                shared, broadcast, self.options.seeds, batch=len(pending.ids), own=self.party_id
-            )
-        ]
-        seed = self.options.seeds.for_message("server_model", broadcast.round, 0)
-        load_vector(shared.head, shared.server_model, broadcast.server_model, seed, broadcast.round)
-
-        def keep_scores(grad: torch.Tensor) -> None:
-            self._scores = grad.abs().mean(dim=0)
-
-        started = time.perf_counter()
-        lightweight = self.options.lightweight
-        if lightweight is not None and lightweight.after_upload:
-            self.model, self.optimizer = lightweight.start_round(
-                self.model, self.optimizer, broadcast.round
-            )
-        view_steps(
-            self.model,
-            self.optimizer,
-            inputs=self._rows(SPLIT_TRAIN, pending.ids),
-            view=view,
-            head=shared.head,
-            labels=shared.labels[pending.ids].to(self.device, non_blocking=True),
-            task=shared.task,
-            steps=self.options.steps,
-            on_embedding_grad=None if self.options.uplink is None else keep_scores,
-        )
-        self._record_compute(pending, time.perf_counter() - started)
-        return Ack(round=broadcast.round)
-
     @torch.no_grad()
     def _evaluate(self, request: EvalRequest) -> Message:
         if request.split not in self.features:
@@ -354,7 +258,7 @@ class Party:
                 f"party {self.party_id}: unknown split code {request.split}; valid:"
                 f" {sorted(self.features)}"
             )
-        ids = self._check_ids(request.ids, request.split)
+        ids = check_ids(request.ids, len(self.features[request.split]), self.party_id)
         self.model.eval()
         embedding = self.model(self._rows(request.split, ids))
         self.model.train()
@@ -386,54 +290,3 @@ class Party:
             )
         check_finite(block.numpy(), what=f"party {self.party_id}'s rows to score")
         self.features[split] = block
-
-    def _check_ids(self, ids: torch.Tensor, split: int) -> torch.Tensor:
-        rows = len(self.features[split])
-        if ids.dtype != torch.int64 or ids.ndim != 1 or len(ids) == 0:
-            raise WireError(
-                f"party {self.party_id}: ids must be a non-empty 1-D int64 tensor, got shape"
-                f" {tuple(ids.shape)} ({ids.dtype})"
-            )
-        low, high = id_bounds(ids)
-        if low < 0 or high >= rows:
-            raise WireError(
-                f"party {self.party_id}: ids must lie in [0, {rows - 1}], got [{low}, {high}]"
-            )
-        return ids
-
-    def state_dict(self) -> dict[str, Any]:
-        """Everything a resumed run needs to continue as an uninterrupted one would.
-
-        Model and optimizer, the last round, the round embedded and not yet updated on (with
-        pipelined rounds its gradient may still wait at the server), the top-k selection
-        scores, the pruning state and the privacy mechanism's generator. Schedules (bits,
-        ratios, learning rates) and message seeds are functions of the round, so they hold no
-        state of their own.
-        """
-        lightweight = self.options.lightweight
-        pending = self._pending.state_dict() if self._pending is not None else None
-        return {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "last_round": self._last_round,
-            "pending": pending,
-            "scores": self._scores,
-            "lightweight": None if lightweight is None else lightweight.state_dict(),
-            "privacy": None if self.options.privacy is None else self.options.privacy.state_dict(),
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore from ``state_dict``; a pruned checkpoint needs the freshly built model."""
-        lightweight = self.options.lightweight
-        if lightweight is not None and state.get("lightweight") is not None:
-            self.model, self.optimizer = lightweight.restore(
-                state["lightweight"], self.model, self.optimizer
-            )
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self._last_round = int(state["last_round"])
-        self._scores = state.get("scores")
-        self._pending = None
-        self._saved = SavedRound.from_state(state.get("pending"))
-        if self.options.privacy is not None:
-            self.options.privacy.load_state_dict(state["privacy"])

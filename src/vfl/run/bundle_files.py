@@ -18,8 +18,8 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from vfl.config import RunConfig
-from vfl.config.applicability import saved_config
 from vfl.config.io import to_toml
+from vfl.config.saved import saved_config
 from vfl.errors import DataError
 
 FORMAT = "vfl-bundle/1"

@@ -26,12 +26,13 @@ from vfl.errors import ConfigError
 from vfl.models.head import CombinedModel
 from vfl.protocol.centralized import CentralizedTraining
 from vfl.protocol.loop import ServerLoop
-from vfl.protocol.registry import make_loop
 from vfl.results.metrics import Task
-from vfl.roles.party import Party, PartyOptions
+from vfl.roles.party import Party
+from vfl.roles.party_options import PartyOptions
 from vfl.roles.server import Server
 from vfl.roles.shared import ActiveBlock, SharedLabels
-from vfl.run import stages
+from vfl.run import privacy_stages, stages
+from vfl.run.loops import make_loop
 from vfl.run.models import ConfigModels, ModelSource, embedding_width
 from vfl.run.observe import ObservingTransport, Taps, party_handler
 from vfl.run.session import LocalParties, Session
@@ -94,9 +95,9 @@ def build_party(
         gradient=stages.links(config).gradient,
         seeds=MessageSeeds(config.train.seed),
         learning_rate=stages.learning_rate(config, len(train_block)),
-        privacy=stages.party_privacy(config, party, deployed=blueprint.deployed),
+        privacy=privacy_stages.party_privacy(config, party, deployed=blueprint.deployed),
         lightweight=stages.lightweighting(config, party),
-        compress_evaluation=stages.compress_evaluation(config, deployed=blueprint.deployed),
+        compress_evaluation=privacy_stages.compress_evaluation(config, deployed=blueprint.deployed),
     )
     if config.protocol.labels == "shared":
         options.shared = _shared_labels(blueprint, task, train_labels, widths)
@@ -158,10 +159,8 @@ def build_server(
 def build_loop(blueprint: Blueprint, server: Server, transport: Transport) -> ServerLoop:
     """The configured protocol's server-side loop over ``transport`` (in-process or network)."""
     config = blueprint.config
-    privacy = None
-    if config.privacy.mechanism == "pbm":
-        width = next(iter(server.embedding_dims.values()))
-        privacy = stages.server_privacy(config, server.party_ids, width)
+    width = next(iter(server.embedding_dims.values()), 0)
+    privacy = privacy_stages.server_privacy(config, server.party_ids, width)
     num_train = len(server.labels[SPLIT_TRAIN])
     return make_loop(
         stages.protocol_name(config),

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from vfl.config import RunConfig
-from vfl.config.applicability import canonical, saved_config, saved_settings
 from vfl.config.fields import show
 from vfl.config.io import from_mapping, merge, parse_overrides, read_toml
+from vfl.config.saved import canonical, saved_config, saved_settings
 from vfl.errors import ConfigError
 from vfl.results.files import CONFIG
 

@@ -19,24 +19,17 @@ import torch
 
 from vfl.config import RunConfig
 from vfl.config.io import to_toml
+from vfl.config.mechanisms import MECHANISMS
 from vfl.config.rules import check_target_metric
 from vfl.data.dataset import Dataset
 from vfl.data.partition import Partition
-from vfl.errors import ConfigError
-from vfl.protocol.loop import ServerLoop
-from vfl.results.compute import summarize_compute, write_compute_csv
-from vfl.results.costs import RoundShape, paper_accounting, time_to_reach
 from vfl.results.files import (
     CHECKPOINT,
-    COMPUTE,
     CONFIG,
     PARTITION,
-    SUMMARY,
     RunDirectory,
-    RunFileError,
     check_new,
     failure_line,
-    keep_copy,
 )
 from vfl.results.summary import Target
 from vfl.results.tensorboard import FOLDER as TENSORBOARD
@@ -45,14 +38,18 @@ from vfl.run.budget import Checkpointed, check_planned, check_resumable
 from vfl.run.bundles import BUNDLE, export_run
 from vfl.run.compose import Blueprint, build_session
 from vfl.run.data import prepare
+from vfl.run.finish import finish_summary as finish_summary  # imported from here by deploy/
+from vfl.run.finish import noise_note
 from vfl.run.fit import EpochLimit, RunStopped, fit
-from vfl.run.folders import check_unchanged
 from vfl.run.folders import default_run_dir as default_run_dir  # its home before run/folders.py
+from vfl.run.privacy_stages import noise_source
 from vfl.run.probe import Probe
 from vfl.run.progress import Progress, Terminal
+from vfl.run.resume import keep_a_finished_summary
+from vfl.run.resume import resumable as resumable  # imported from here by deploy/
 from vfl.run.session import LocalParties, PartyGroup, Session
 from vfl.run.signals import StopRequest
-from vfl.run.stages import NoiseSource, noise_source, use_threads
+from vfl.run.stages import use_threads
 from vfl.seeding import derive_seed
 
 log = logging.getLogger(__name__)
@@ -94,7 +91,7 @@ def train(
         if on_start is not None:
             on_start()
         with _failures_recorded(run_files):
-            _keep_a_finished_summary(run_files, config)
+            keep_a_finished_summary(run_files, config)
             return _train(config, composed, run_files, resume, stop, progress)
     check_new(run_dir)
     composed = _compose(config, resume=None, probe=probe)
@@ -136,7 +133,7 @@ def _compose(
     if probe is not None:
         probe.attach(session, data)
         session.probe = probe
-    noised = config.privacy.mechanism == "pbm" or config.privacy.gradient_noise.enabled
+    noised = MECHANISMS[config.privacy.mechanism].noises or config.privacy.gradient_noise.enabled
     if noised and noise_source(config, deployed=False) == "seeded":
         log.warning("privacy noise: %s", noise_note("seeded"))
     return _Composed(dataset, partition, session, budget)
@@ -189,22 +186,6 @@ def _failures_recorded(run_files: RunDirectory) -> Iterator[None]:
         raise
 
 
-def _keep_a_finished_summary(run_files: RunDirectory, config: RunConfig) -> None:
-    """Before a finished run trains more epochs, keep its summary (``summary.json.resumed-*``).
-
-    ``vfl sweep`` keeps it as ``summary.epochs<E>.json`` before it resumes, so finds none here.
-    """
-    path = run_files.file(SUMMARY)
-    if not path.exists():
-        return
-    try:
-        epochs = int(run_files.read_json(SUMMARY).get("epochs", 0))
-    except (RunFileError, TypeError, ValueError):
-        epochs = 0  # unreadable: keep it whatever it says
-    if epochs < config.train.epochs:
-        keep_copy(path, "resumed")
-
-
 def failure_message(error: BaseException, run_dir: Path, command: str = "vfl run") -> str:
     """What ``error.txt`` says about a run that ended with ``error``, and how to go on.
 
@@ -218,36 +199,6 @@ def failure_message(error: BaseException, run_dir: Path, command: str = "vfl run
             return f"interrupted; continue from the last checkpoint with {resume}"
         return "interrupted before the first checkpoint; nothing to resume"
     return failure_line(error)
-
-
-def resumable(
-    config: RunConfig, run_dir: Path, source: str = ""
-) -> tuple[RunDirectory, Checkpointed]:
-    """The run folder to resume and where its checkpoint left it, once ``config`` may go on.
-
-    Used by ``vfl run --resume`` and the deployed server's ``--resume`` alike; ``source``
-    names where ``config`` was read (default: the run's ``config.toml``).
-
-    Raises:
-        ConfigError: naming every key that differs from the checkpoint's config outside
-            ``folders.RESUMABLE_KEYS``, or epochs fewer than the checkpoint has done.
-    """
-    if not run_dir.is_dir():
-        raise ConfigError(f"--resume {str(run_dir)!r}: no such folder, so no run to resume")
-    run_files = RunDirectory(run_dir)
-    state = run_files.load_checkpoint(lazily=True)
-    trained = state.get("config")
-    if isinstance(trained, str) and trained:  # checkpoints of older versions hold no config
-        check_unchanged(trained, config, run_dir, source)
-    done, position = int(state["epoch"]), int(state.get("position", 0))
-    if config.train.epochs < done + (position > 0):
-        where = f"round {position} of epoch {done + 1}" if position else f"the end of epoch {done}"
-        raise ConfigError(
-            f"train.epochs: the checkpoint of {str(run_dir)!r} is at {where}, so the run cannot"
-            f" end after {config.train.epochs} epochs; resume with --set"
-            f" train.epochs={max(done + (position > 0), 1)} or more"
-        )
-    return run_files, Checkpointed(done, position)
 
 
 def fit_as_configured(
@@ -305,76 +256,3 @@ def _fit_configured(
         stop_at_target=config.target.stop,
         budget=budget,
     )
-
-
-def finish_summary(
-    config: RunConfig,
-    session: Session[PartyGroup],
-    run: RunDirectory,
-    *,
-    deployed: bool = False,
-) -> dict[str, Any]:
-    """Add to ``summary.json`` the compute records, the paper's cost formulas, time to target.
-
-    ``deployed``: the run was a deployment (its noise came from the operating system).
-    """
-    summary = run.read_json(SUMMARY)
-    trainer = session.trainer
-    if "privacy" in summary:
-        summary["privacy"]["noise"] = noise_note(noise_source(config, deployed=deployed))
-        if isinstance(trainer, ServerLoop):
-            summary["privacy"].update(trainer.privacy_claims())
-    logs = session.compute_logs()
-    if logs:
-        write_compute_csv(run.file(COMPUTE), logs)
-        summary["compute"] = compute_summary(session, logs)
-    if "bytes" in summary and isinstance(trainer, ServerLoop):
-        summary["accounting"] = paper_accounting(
-            round_shape(config, trainer),
-            rounds=summary["rounds"],
-            measured_bytes=summary["bytes"]["train_total"],
-        )
-    if "target" in summary:
-        summary["target"]["time"] = time_to_reach(
-            summary,
-            run.read_metrics(),
-            local_steps=config.protocol.local_steps,
-            compute_ms=config.target.compute_ms,
-            latencies_ms=config.target.latencies_ms,
-        )
-    run.write_json(SUMMARY, summary)
-    return summary
-
-
-def noise_note(source: NoiseSource) -> str:
-    """What the privacy section of a summary says about where the noise came from."""
-    if source == "os":
-        return "os: drawn from the operating system"
-    return (
-        "seeded: reproducible from train.seed, so anyone who knows the seed can regenerate it;"
-        " epsilon holds only if the seed is secret (privacy.randomness = 'os' for private runs)"
-    )
-
-
-def round_shape(config: RunConfig, loop: ServerLoop) -> RoundShape:
-    """What one round of ``loop`` sends, for the paper's cost formulas."""
-    compress = config.compress
-    return RoundShape(
-        shared_labels=config.protocol.labels == "shared",
-        batch=config.train.batch_size,
-        widths=list(loop.server.embedding_dims.values()),
-        server_parameters=sum(p.numel() for p in loop.server.head.parameters()),
-        embedding=(compress.embedding.name, compress.embedding.bits),
-        gradient=(compress.gradient.name, compress.gradient.bits),
-        rounds_per_epoch=len(loop.sampler),
-    )
-
-
-def compute_summary(session: Session[PartyGroup], logs: dict[int, list[Any]]) -> dict[str, Any]:
-    """Per-party compute totals with each party's uploaded training bytes from the ledger."""
-    summary = summarize_compute(logs)
-    ledger = session.trainer.ledger
-    if ledger is not None:
-        for party, totals in summary["parties"].items():
-            totals["bytes_up"] = ledger.total(phase="train", direction="up", party=int(party))
-    return summary

@@ -1,67 +1,71 @@
 """Every pipeline stage a config describes, built through the registries that own them.
 
 Link codecs (``vfl.compress`` compressors, bit schedules, LVFL sparsification), local steps and
-learning-rate schedules, the PBM stage of each role, each party's lightweighting state, and the
+learning-rate schedules, each party's lightweighting state, and the
 name of the protocol loop. Nothing else turns these config sections into objects.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Literal
-
 import torch
 
 from vfl.compress.base import Compressor
+from vfl.compress.identity import Identity
 from vfl.compress.links import CompressorCodec
 from vfl.compress.pipeline import MessageSeeds, TensorCodec
-from vfl.compress.registry import COMPRESSORS, make_compressor
-from vfl.compress.schedule import make_schedule as make_bit_schedule
+from vfl.compress.registry import COMPRESSORS, make_compressor, parameters
 from vfl.compress.sparsify import SparsifyingCodec
 from vfl.config import CompressorConfig, RunConfig
-from vfl.config.buildable import compressor_parameters
+from vfl.config.buildable import NO_COMPRESSOR, compressor_parameters
+from vfl.config.protocols import chosen_protocol
 from vfl.models.optim import LearningRateSchedule
-from vfl.privacy.gradient_noise import GradientNoise
-from vfl.privacy.pbm import PoissonBinomialMechanism
-from vfl.privacy.randomness import count_sampler, mechanism_generator
-from vfl.privacy.secure_sum import PartySecureSum, ServerSecureSum
-from vfl.protocol.loop import Links, LoopOptions, ServerPrivacy
+from vfl.protocol.options import Links, LoopOptions, ServerPrivacy
 from vfl.protocol.sampler import BatchSampler
-from vfl.prune import make_schedule as make_ratio_schedule
 from vfl.prune.lightweight import Lightweighting
 from vfl.roles.local import LocalSteps
+from vfl.run.privacy_stages import compress_evaluation, gradient_noise
+from vfl.schedules import SCHEDULES, bit_schedule, ratio_schedule
 from vfl.seeding import derive_seed
 
-NoiseSource = Literal["seeded", "os"]
-"""Where privacy randomness comes from: seeded (reproducible simulation) or the OS."""
-
-IDENTITY = CompressorConfig(name="identity")
+LOSSLESS = CompressorConfig(name=Identity.name)
+"""The link config of float32 payloads, where a protocol needs a payload but no compressor."""
 
 
 def compressor(config: CompressorConfig, bits: int) -> Compressor:
     """The registered compressor a link config names, with ``bits`` bits per component."""
-    accepted = {f.name for f in dataclasses.fields(COMPRESSORS[config.name])}  # type: ignore[arg-type]
-    return make_compressor(config.name, **compressor_parameters(config, bits, accepted))
+    return make_compressor(config.name, **compressor_parameters(config, bits))
 
 
 def codec(config: CompressorConfig) -> TensorCodec | None:
-    """The codec of one link, or ``None`` for plain float32 tensors (``name = "none"``)."""
-    if config.name == "none":
+    """The codec of one link, or ``None`` for plain float32 tensors (``name = "none"``).
+
+    Its bits follow the link's registered bit schedule; a compressor that ``selects`` (top-k)
+    is steered by the previous step's gradient where ``select = "gradient"``.
+    """
+    if config.name == NO_COMPRESSOR:
         return None
-    use_scores = config.name == "topk" and config.select == "gradient"
-    if config.schedule == "constant":
+    registered = COMPRESSORS[config.name]
+    use_scores = registered.selects and config.select == "gradient"
+    if SCHEDULES[config.schedule].constant:
         return CompressorCodec(compressor(config, config.bits), use_scores=use_scores)
-    if config.schedule == "steps":
-        pairs = tuple((int(start), int(bits)) for start, bits in config.steps)
-        schedule = make_bit_schedule("steps", steps=pairs)
-    else:
-        cap = COMPRESSORS[config.name].max_bits
-        schedule = make_bit_schedule("diminishing", initial=config.bits, max_bits=cap)
+    schedule = bit_schedule(
+        config.schedule, bits=config.bits, steps=config.steps, max_bits=registered.max_bits
+    )
 
     def build(bits: int) -> Compressor:
         return compressor(config, bits)
 
-    return CompressorCodec(build, bits_at=schedule.bits_at, use_scores=use_scores)
+    return CompressorCodec(build, bits_at=schedule.value_at, use_scores=use_scores)
+
+
+def is_plain(config: CompressorConfig) -> bool:
+    """Whether a link sends float32 values: no compressor, or a lossless one."""
+    return config.name == NO_COMPRESSOR or COMPRESSORS[config.name].lossless
+
+
+def nominal_bits(config: CompressorConfig) -> int:
+    """Bits per component the C-VFL paper counts for a link: 32 when its values are plain."""
+    return 32 if is_plain(config) else config.bits
 
 
 def links(config: RunConfig) -> Links:
@@ -77,8 +81,10 @@ def links(config: RunConfig) -> Links:
             embedding=_sparse_decoder(config, codec(compress.embedding)),
             gradient=codec(compress.gradient),
         )
-    embedding = compress.embedding if compress.embedding.name != "none" else IDENTITY
-    server_model = compress.server_model if compress.server_model.name != "none" else embedding
+    embedding = compress.embedding if compress.embedding.name != NO_COMPRESSOR else LOSSLESS
+    server_model = (
+        compress.server_model if compress.server_model.name != NO_COMPRESSOR else embedding
+    )
     return Links(
         embedding=_sparse_decoder(config, codec(embedding)), server_model=codec(server_model)
     )
@@ -86,7 +92,7 @@ def links(config: RunConfig) -> Links:
 
 def _value_codec(config: RunConfig, link: TensorCodec | None) -> TensorCodec | None:
     """What encodes the kept values of a sparsified upload: a quantizer, or plain float32."""
-    return None if config.compress.embedding.name in ("none", "identity") else link
+    return None if is_plain(config.compress.embedding) else link
 
 
 def _sparse_decoder(config: RunConfig, link: TensorCodec | None) -> TensorCodec | None:
@@ -99,8 +105,8 @@ def _sparse_decoder(config: RunConfig, link: TensorCodec | None) -> TensorCodec 
 def uplink(config: RunConfig, party: int) -> TensorCodec | None:
     """The codec party ``party`` encodes its embeddings with (its own ``β`` schedule)."""
     embedding = config.compress.embedding
-    if config.protocol.labels == "shared" and embedding.name == "none":
-        embedding = IDENTITY
+    if config.protocol.labels == "shared" and embedding.name == NO_COMPRESSOR:
+        embedding = LOSSLESS
     link = codec(embedding)
     if not config.lightweight.sparsifies:
         return link
@@ -112,8 +118,8 @@ def lightweighting(config: RunConfig, party: int) -> Lightweighting:
     """Party ``party``'s LVFL schedules (its own ``[[lightweight.party]]`` entry, if any)."""
     alpha, beta = config.lightweight.schedules_of(party)
     return Lightweighting(
-        make_ratio_schedule(alpha.spec(), name=f"lightweight alpha of party {party}"),
-        make_ratio_schedule(beta.spec(), name=f"lightweight beta of party {party}"),
+        ratio_schedule(alpha.spec(), name=f"lightweight alpha of party {party}"),
+        ratio_schedule(beta.spec(), name=f"lightweight beta of party {party}"),
         after_upload=config.lightweight.prune_at == "after_upload",
     )
 
@@ -142,19 +148,7 @@ def local_steps(config: RunConfig) -> LocalSteps:
     return LocalSteps(config.protocol.local_steps, config.protocol.proximal_mu)
 
 
-def mechanism(config: RunConfig) -> PoissonBinomialMechanism:
-    """The configured Poisson Binomial Mechanism."""
-    privacy = config.privacy
-    return PoissonBinomialMechanism(clip=privacy.clip, trials=privacy.trials, beta=privacy.beta)
-
-
-def secure_aggregation(config: RunConfig) -> bool:
-    """Whether counts are masked (``auto`` means on with PBM)."""
-    return config.privacy.secure_aggregation != "off"
-
-
 BOUNDED_ACTIVATIONS = ("tanh", "sigmoid")
-QUANTIZERS = ("scalar", "lattice")
 
 
 def risky_settings(config: RunConfig) -> list[str]:
@@ -162,7 +156,8 @@ def risky_settings(config: RunConfig) -> list[str]:
     advice = []
     embedding = config.compress.embedding
     unbounded = config.model.bottom.output_activation not in BOUNDED_ACTIVATIONS
-    if embedding.name in QUANTIZERS and embedding.range == "message" and unbounded:
+    ranged = embedding.name != NO_COMPRESSOR and "low" in parameters(embedding.name)
+    if ranged and embedding.range == "message" and unbounded:
         advice.append(
             f"compress.embedding: a {embedding.bits}-bit {embedding.name} quantizer with a"
             " per-message range on unbounded embeddings (model.bottom.output_activation ="
@@ -178,79 +173,6 @@ def use_threads(threads: int) -> None:
     """Give torch ``threads`` CPU threads (0 leaves torch's default); call it before any tensor."""
     if threads > 0:
         torch.set_num_threads(threads)
-
-
-def noise_source(config: RunConfig, *, deployed: bool) -> NoiseSource:
-    """Where the PBM noise comes from: ``privacy.randomness``, else the OS when deployed.
-
-    ``auto`` means the operating system in a deployment and a seeded generator in simulation.
-    """
-    chosen = config.privacy.randomness
-    if chosen == "auto":
-        return "os" if deployed else "seeded"
-    return chosen
-
-
-def compress_evaluation(config: RunConfig, *, deployed: bool) -> bool:
-    """Whether evaluation embeddings go through the embedding compressor.
-
-    ``compress.evaluation``; ``auto`` means yes in a deployment. PBM sums its evaluation
-    embeddings securely instead.
-    """
-    if config.privacy.mechanism == "pbm":
-        return False
-    chosen = config.compress.evaluation
-    return deployed if chosen == "auto" else chosen == "on"
-
-
-def party_privacy(config: RunConfig, party: int, *, deployed: bool) -> PartySecureSum | None:
-    """A party's PBM stage, or ``None`` without a privacy mechanism.
-
-    With OS randomness (``noise_source``; always in a deployment) the mechanism's sampler is
-    keyed from the operating system, never from ``train.seed``.
-    """
-    if config.privacy.mechanism != "pbm":
-        return None
-    os_entropy = noise_source(config, deployed=deployed) == "os"
-    seed = derive_seed(config.train.seed, "pbm", party)
-    sampler = count_sampler(config.privacy.sampler, seed, secure_rng=os_entropy)
-    return PartySecureSum(party, mechanism(config), sampler, secure=secure_aggregation(config))
-
-
-def gradient_noise(config: RunConfig, *, deployed: bool) -> GradientNoise | None:
-    """The label holder's gradient clipping and noise, or ``None`` when off.
-
-    Its randomness comes from where PBM's does (``noise_source``): the operating system in a
-    deployment, a generator seeded from ``(train.seed, "gradient-noise")`` in simulation.
-    """
-    noise = config.privacy.gradient_noise
-    if not noise.enabled:
-        return None
-    os_entropy = noise_source(config, deployed=deployed) == "os"
-    seed = derive_seed(config.train.seed, "gradient-noise")
-    return GradientNoise(
-        noise.clip, noise.noise_multiplier, mechanism_generator(seed, secure_rng=os_entropy)
-    )
-
-
-def server_privacy(config: RunConfig, party_ids: tuple[int, ...], width: int) -> ServerPrivacy:
-    """The server's PBM stage: secure sums over ``party_ids`` of ``width``-wide embeddings.
-
-    Its event counts every party's noise only when the counts are summed securely.
-    """
-    pbm = mechanism(config)
-    secure = secure_aggregation(config)
-    secure_sum = ServerSecureSum(
-        pbm, party_ids, secure=secure, fraction_bits=config.privacy.eval_fraction_bits
-    )
-    # Counts sent in the clear show the server each party's own count: its protection is that
-    # of one party's noise alone (M = 1, docs/privacy.md), not of the sum over every party.
-    contributors = len(party_ids) if secure else 1
-    return ServerPrivacy(
-        secure_sum=secure_sum,
-        event=pbm.event(parties=contributors, dimension=width),
-        delta=config.privacy.delta,
-    )
 
 
 def loop_options(
@@ -276,12 +198,8 @@ def loop_options(
 
 
 def protocol_name(config: RunConfig) -> str:
-    """The registered loop (``vfl.protocol.registry``) that runs the configured protocol."""
-    if config.privacy.mechanism == "pbm":
-        return "private_sum"
-    if config.protocol.labels == "shared":
-        return "shared_labels"
-    return "sequential" if config.protocol.schedule == "sequential" else "split"
+    """The registered protocol (``vfl.config.protocols``) whose loop runs the configured run."""
+    return chosen_protocol(config.protocol.name, config.privacy.mechanism)
 
 
 def sampler(config: RunConfig, num_train: int) -> BatchSampler:

@@ -1,0 +1,51 @@
+"""Per-round schedules for compression (bits) and LVFL lightweighting (ratios): one family."""
+
+from vfl.schedules.kinds import (
+    SCHEDULES,
+    ScheduleKind,
+    bit_kinds,
+    bit_schedule,
+    ratio_kinds,
+    ratio_schedule,
+    register_schedule,
+)
+from vfl.schedules.values import (
+    BITS,
+    MAX_BITS,
+    RATIO,
+    Constant,
+    Diminishing,
+    Domain,
+    Linear,
+    Schedule,
+    Steps,
+    Table,
+    check_bits,
+    check_int,
+    check_ratio,
+    check_round,
+)
+
+__all__ = [
+    "BITS",
+    "MAX_BITS",
+    "RATIO",
+    "SCHEDULES",
+    "Constant",
+    "Diminishing",
+    "Domain",
+    "Linear",
+    "Schedule",
+    "ScheduleKind",
+    "Steps",
+    "Table",
+    "bit_kinds",
+    "bit_schedule",
+    "check_bits",
+    "check_int",
+    "check_ratio",
+    "check_round",
+    "ratio_kinds",
+    "ratio_schedule",
+    "register_schedule",
+]
