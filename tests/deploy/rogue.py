@@ -70,10 +70,10 @@ class RogueLink(PartyLink):
 
 def main() -> int:
     """``vfl ARGS`` with ``RogueLink`` in place of every party link."""
-    import vfl.deploy.party
+    import vfl.run.deployment
     from vfl.cli import main as vfl_main
 
-    vfl.deploy.party.PartyLink = RogueLink  # type: ignore[attr-defined]  # its imported name
+    vfl.run.deployment.PartyLink = RogueLink  # type: ignore[attr-defined]  # the root's imported name
     return vfl_main(sys.argv[1:])
 
 

@@ -1,8 +1,8 @@
 """``vfl server``: the label holder's process. It aligns, sets the parties up and trains.
 
 The server builds its ``Server`` and the protocol loop with the composition root
-(``vfl.run.compose``) exactly as the simulator does, over the gRPC transport instead of the
-in-process one, and trains with the same ``fit``. Its parties are a ``RemoteParties`` group: the
+(``vfl.run.compose``) exactly as the simulator does, over the gRPC transport the root builds
+(``vfl.run.deployment``) instead of the in-process one, and trains with the same ``fit``. Its parties are a ``RemoteParties`` group: the
 per-epoch checkpoint makes each party save its own role, named by the round counter.
 
 When a party is lost (its connection broke and did not come back in time) or comes back from a
@@ -38,7 +38,6 @@ from vfl.deploy.phases import SetupPhases
 from vfl.deploy.run_folder import ALIGNMENT, DEPLOYMENT, WIRE, check_run_directory
 from vfl.deploy.tls import server_tls
 from vfl.errors import DataError, ProtocolError
-from vfl.results.compute import RoundCompute
 from vfl.results.files import (
     CHECKPOINT,
     CONFIG,
@@ -47,7 +46,13 @@ from vfl.results.files import (
 )
 from vfl.results.metrics import Task
 from vfl.run.bundles import BUNDLE
-from vfl.run.compose import Blueprint, build_loop, build_server
+from vfl.run.compose import Blueprint, build_server
+from vfl.run.deployment import (
+    RemoteParties,
+    ServerNetwork,
+    build_deployed_session,
+    build_server_transport,
+)
 from vfl.run.progress import Progress
 from vfl.run.runner import finish_summary, fit_as_configured
 from vfl.run.session import Session
@@ -114,33 +119,6 @@ class Coordinator:
         """Have every party save its role's state as of ``round_``."""
         request = CheckpointRequest(round=round_)
         ask(self.transport, dict.fromkeys(self.transport.party_ids, request), ControlAck)
-
-
-class RemoteParties:
-    """The parties of a deployment, as the epoch loop checkpoints them (a ``PartyGroup``).
-
-    ``checkpoint`` makes every party save its role (so the server's checkpoint names a round
-    every party saved); ``restore`` sets the parties up again, restored at that round.
-    """
-
-    def __init__(self, coordinator: Coordinator) -> None:
-        self.coordinator = coordinator
-        self.restored_round: int | None = None
-
-    def checkpoint(self, rounds: int) -> dict[int, Any]:
-        """Have every party save its state as of ``rounds``; the server keeps nothing of it."""
-        self.coordinator.checkpoint(rounds)
-        return {}
-
-    def restore(self, state: dict[int, Any], rounds: int) -> None:
-        """Set every party up again, restored at ``rounds`` (unless it already is)."""
-        if self.restored_round != rounds:
-            self.coordinator.setup(rounds)
-        self.restored_round = None
-
-    def compute_logs(self) -> dict[int, list[RoundCompute]]:
-        """Deployed parties keep their compute records in their own checkpoints."""
-        return {}
 
 
 def run_server(
@@ -271,16 +249,19 @@ def listen(
     ``control_timeout_s`` its ``setup_timeout_s``; ``services`` are more gRPC services on the
     same port (``vfl serve``'s scoring API), which need ``service_workers`` threads.
     """
-    return GrpcTransport(
+    network = ServerNetwork(
         deployment.credentials(),
-        tls=tls,
         listen=deployment.listen,
         policy=policy or deployment.retry_policy(),
         control_timeout_s=control_timeout_s or deployment.setup_timeout_s,
         keepalive_s=deployment.keepalive_s,
         max_bytes=deployment.max_message_mib * 2**20,
-        ledger=ledger,
+    )
+    return build_server_transport(
+        network,
+        tls,
         model=model,
+        ledger=ledger,
         services=services,
         service_workers=service_workers,
     )
@@ -294,7 +275,7 @@ def _prepare(
     run: RunDirectory,
     resume: bool,
     phases: SetupPhases,
-) -> Session[RemoteParties]:
+) -> Session[RemoteParties[Coordinator]]:
     """Align (or reload the alignment), record the configs, set the parties up."""
     alignment = _alignment(run, transport, labels, resume, phases)
     run.write_text(CONFIG, to_toml(config))
@@ -339,7 +320,7 @@ def _build(
     run: RunDirectory,
     resume: bool,
     phases: SetupPhases,
-) -> Session[RemoteParties]:
+) -> Session[RemoteParties[Coordinator]]:
     restore_round = int(run.load_checkpoint()["session"]["trainer"]["rounds"]) if resume else -1
     phases.parties_begin(restore_round)
     replies = coordinator.setup(restore_round)
@@ -360,9 +341,8 @@ def _build(
         test_labels=aligned[SPLIT_TEST],
         widths={party: reply.width for party, reply in replies.items()},
     )
-    parties = RemoteParties(coordinator)
-    parties.restored_round = restore_round if resume else None
-    session = Session(build_loop(blueprint, server, coordinator.transport), parties)
+    parties = RemoteParties(coordinator, restore_round if resume else None)
+    session = build_deployed_session(blueprint, server, coordinator.transport, parties)
     phases.parties_ready(config.train.epochs, len(session.trainer.sampler))
     if not resume and config.train.checkpoint:
         run.save_checkpoint(
@@ -378,7 +358,7 @@ def _build(
 
 
 def _fit(
-    session: Session[RemoteParties],
+    session: Session[RemoteParties[Coordinator]],
     config: RunConfig,
     deployment: DeploymentConfig,
     run: RunDirectory,
