@@ -18,6 +18,7 @@ import torch
 from vfl.errors import ConfigError
 from vfl.protocol.loop import ServerLoop
 from vfl.wire import Ack, CompressedEmbedReply, ViewBroadcast
+from vfl.wire.seeds import SeedLabel
 
 
 class SharedLabelsTraining(ServerLoop):
@@ -34,7 +35,7 @@ class SharedLabelsTraining(ServerLoop):
         parties = self.server.party_ids
         replies = self.request_embeddings(ids, CompressedEmbedReply)
         embeddings = self.decode_embeddings(replies, len(ids))
-        seed = self.options.seeds.for_message("server_model", r, 0)
+        seed = self.options.seeds.for_message(SeedLabel.SERVER_MODEL, r, 0)
         vector = self.server.parameter_vector()
         model_payload = (
             b"" if vector.numel() == 0 else links.server_model.encode(vector, seed=seed, round_=r)

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 
 import torch
 
-from vfl.compress.pipeline import REFRESH
 from vfl.protocol.loop import ServerLoop
 from vfl.wire import (
     Ack,
@@ -26,6 +25,7 @@ from vfl.wire import (
     Message,
     RefreshRequest,
 )
+from vfl.wire.seeds import SeedLabel
 
 
 class SplitLearning(ServerLoop):
@@ -85,7 +85,7 @@ class SplitLearning(ServerLoop):
         codec = self.options.links.gradient
         if codec is None:
             return GradRequest(round=round_, grad=grad)
-        seed = self.options.seeds.for_message("gradient", round_, party)
+        seed = self.options.seeds.for_message(SeedLabel.GRADIENT, round_, party)
         payload = codec.encode(grad, seed=seed, round_=round_)
         return CompressedGradRequest(round=round_, payload=payload)
 
@@ -119,7 +119,7 @@ class SequentialSplitLearning(SplitLearning):
             refreshed = self.ask(
                 {party: RefreshRequest(round=r)}, (EmbedReply, CompressedEmbedReply), "train"
             )
-            view.update(self.decode_embeddings(refreshed, len(ids), REFRESH))
+            view.update(self.decode_embeddings(refreshed, len(ids), SeedLabel.REFRESH))
         if not active:
             loss, _ = self.server.train_step(ids, view, self.options.steps)
             return loss
