@@ -1,7 +1,7 @@
 """Control exchanges between the server and the parties, over any transport.
 
 The gRPC transport has a ``control`` method (traffic outside the ledger). ``LocalControl`` does
-the same in one process, through the codec, so that alignment and setup can be exercised and
+the same in one process, through the frame format, so that alignment and setup can be exercised and
 simulated without a network.
 """
 

@@ -2,8 +2,9 @@
 
 The server builds its ``Server`` and the protocol loop with the composition root
 (``vfl.run.compose``) exactly as the simulator does, over the gRPC transport the root builds
-(``vfl.run.deployment``) instead of the in-process one, and trains with the same ``fit``. Its parties are a ``RemoteParties`` group: the
-per-epoch checkpoint makes each party save its own role, named by the round counter.
+(``vfl.run.deployment``) instead of the in-process one, and trains with the same ``fit``. Its
+parties are a ``RemoteParties`` group: the per-epoch checkpoint makes each party save its own
+role, named by the round counter.
 
 When a party is lost (its connection broke and did not come back in time) or comes back from a
 restarted process, training stops with a ``ProtocolError``; the server then waits for every

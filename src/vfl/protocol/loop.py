@@ -41,7 +41,7 @@ R = TypeVar("R", bound=Message)
 
 @dataclass(frozen=True)
 class Links:
-    """The codecs on each link; ``None`` sends float32 tensors as they are.
+    """The codec of each compressed tensor; ``None`` sends float32 tensors as they are.
 
     Attributes:
         embedding: Parties' embeddings to the server (C_1..C_M).

@@ -19,7 +19,7 @@ from vfl.errors import ConfigError
 from vfl.privacy.budget import EpochBudget
 from vfl.protocol.loop import LoopOptions
 from vfl.protocol.sampler import BatchSampler
-from vfl.protocol.split import SplitLearning
+from vfl.protocol.split_learning import SplitLearning
 from vfl.roles.server import Server
 from vfl.transport.base import Transport
 from vfl.wire import (

@@ -17,7 +17,7 @@ from vfl.protocol.loop import LoopOptions, ServerLoop
 from vfl.protocol.private_sum import PrivateSumTraining
 from vfl.protocol.sampler import BatchSampler
 from vfl.protocol.shared import SharedLabelsTraining
-from vfl.protocol.split import SequentialSplitLearning, SplitLearning
+from vfl.protocol.split_learning import SequentialSplitLearning, SplitLearning
 from vfl.roles.server import Server
 from vfl.transport.base import Transport
 

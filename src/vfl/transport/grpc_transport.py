@@ -2,7 +2,7 @@
 
 Each party (behind its firewall) opens one bidirectional stream and keeps it open
 (``vfl.transport.grpc_party``; the server end is ``vfl.transport.grpc_server``). ``request``
-encodes each message with the wire codec, records it in the ledger exactly as the in-process
+encodes each message in the frame format, records it in the ledger exactly as the in-process
 transport does, writes its chunks to the party's stream and waits for the reply with the same
 message id. A bad frame is logged and dropped and the request keeps waiting. A party that stays
 silent past ``policy.timeout_s`` is sent the request again after a backoff with jitter (it

@@ -1,6 +1,6 @@
 """The communication ledger: the encoded size of every message, by round, direction, party and kind.
 
-Sizes are the lengths of the frames the codec produced, recorded by the transport as it moves
+Sizes are the lengths of the frames the frame format produced, recorded by the transport as it moves
 them; nothing here is a formula.
 """
 
