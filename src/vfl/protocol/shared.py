@@ -1,6 +1,6 @@
 """C-VFL Algorithm 1: labels shared, Q local iterations on stale compressed views.
 
-Castiglia et al. (ICML 2022), Algorithm 1 (spec cvfl.md section 2.1). Every round:
+Castiglia et al., "Compressed-VFL" (ICML 2022), Section 3, Algorithm 1. Every round:
 
 1. the server picks the batch; every party uploads C_m(h_m(theta_m; X_m^B));
 2. the server forms Phi_hat = {C_0(theta_0), C_1(H_1), ..., C_M(H_M)} and sends it to every party

@@ -93,14 +93,14 @@ class SplitLearning(ServerLoop):
 class SequentialSplitLearning(SplitLearning):
     """FedBCD-s with labels private to the server: parties update one after another.
 
-    Liu et al.'s Algorithm 3 is ambiguous about when embeddings are exchanged (spec
-    fedbcd-lvfl.md section 1.3). Our reading, per round on batch S: every party uploads its
-    embedding of S; then, party by party in id order, the server computes that party's
-    d loss / d H from the freshest embeddings it holds, the party takes its Q steps, and re-sends
-    its updated embedding of S (the paper's Exchange({k, K})), so later parties and the server
-    see its update; the server (party K, the label holder) takes its Q steps last. With an active
-    party, party K's block is that party's bottom and the head: it takes its exact steps last, on
-    the freshest embeddings of the others.
+    Liu et al.'s Algorithm 3 (FedBCD, "A Communication-Efficient Collaborative Learning Framework
+    for Distributed Features", Section 5) is ambiguous about when embeddings are exchanged. Our
+    reading, per round on batch S: every party uploads its embedding of S; then, party by party in
+    id order, the server computes that party's d loss / d H from the freshest embeddings it holds,
+    the party takes its Q steps, and re-sends its updated embedding of S (the paper's
+    Exchange({k, K})), so later parties and the server see its update; the server (party K, the
+    label holder) takes its Q steps last. With an active party, party K's block is that party's
+    bottom and the head: it takes its exact steps last, on the freshest embeddings of the others.
     """
 
     name = "sequential"
