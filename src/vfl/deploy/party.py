@@ -24,7 +24,6 @@ from vfl.config import RunConfig
 from vfl.config.io import from_mapping
 from vfl.data.encoding import TableEncoder
 from vfl.deploy.audit import audited
-from vfl.deploy.config import PartyConfig, PartyPrivacyConfig, check_address
 from vfl.deploy.data import HolderSplit, fit_features, load_party_tables
 from vfl.deploy.dispatch import answer
 from vfl.deploy.messages import (
@@ -34,6 +33,7 @@ from vfl.deploy.messages import (
     SetupReply,
     SetupRequest,
 )
+from vfl.deploy.party_config import PartyConfig, PartyPrivacyConfig, check_address
 from vfl.deploy.party_privacy import PartyReleases, log_spent
 from vfl.deploy.psi_party import PsiResponder
 from vfl.deploy.run_folder import WIRE
