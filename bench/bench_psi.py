@@ -45,7 +45,7 @@ from vfl.deploy.alignment import align
 from vfl.deploy.control import LocalControl
 from vfl.deploy.data import HolderSplit, id_bytes
 from vfl.deploy.party import PartyRuntime
-from vfl.deploy.psi import blind, hash_many, new_scalar
+from vfl.deploy.psi_group import blind, hash_many, new_scalar
 from vfl.deploy.psi_work import workers
 from vfl.deploy.state import PartyState
 from vfl.transport import PartyEndpoint

@@ -31,7 +31,7 @@ import torch
 
 from vfl.config import load_config
 from vfl.data.vertical import VerticalData
-from vfl.protocol.split import SplitLearning
+from vfl.protocol.split_learning import SplitLearning
 from vfl.roles.party import Party
 from vfl.run.compose import build_session
 from vfl.run.data import prepare

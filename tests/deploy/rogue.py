@@ -8,11 +8,13 @@ a real party process of a deployment.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import torch
 
 from vfl.transport.chunks import Assembled, split_frame
 from vfl.transport.grpc_party import PartyLink
+from vfl.transport.party_answers import Answering
 from vfl.transport.proto.vfl_pb2 import Chunk
 from vfl.wire import Ack, EmbedReply, EmbedRequest, EvalRequest, decode, encode
 from vfl.wire.frames import DEFAULT_MAX_BYTES
@@ -34,7 +36,7 @@ EMBEDDING_REASONS = (
 """Further junk before replies to embedding requests (well-formed, wrong shape or values)."""
 
 
-class RogueLink(PartyLink):
+class RogueAnswering(Answering):
     """Sends malformed, oversized, forged and ill-shaped frames before each real reply."""
 
     def _answer(self, item: Assembled) -> tuple[list[bytes], bool]:
@@ -68,12 +70,27 @@ class RogueLink(PartyLink):
         return junk
 
 
+class RogueLink(PartyLink):
+    """A party link that answers through ``RogueAnswering``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        plain = self.answering
+        self.answering = RogueAnswering(
+            plain.party_id,
+            plain.handler,
+            plain.wire,
+            max_bytes=plain.max_bytes,
+            chunk_bytes=plain.chunk_bytes,
+        )
+
+
 def main() -> int:
     """``vfl ARGS`` with ``RogueLink`` in place of every party link."""
-    import vfl.deploy.party
+    import vfl.run.deployment
     from vfl.cli import main as vfl_main
 
-    vfl.deploy.party.PartyLink = RogueLink  # type: ignore[attr-defined]  # its imported name
+    vfl.run.deployment.PartyLink = RogueLink  # type: ignore[attr-defined]  # the root's imported name
     return vfl_main(sys.argv[1:])
 
 

@@ -9,10 +9,8 @@ must complete, log a reason for every rejection, and train exactly as the in-pro
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import torch
 
 from tests.deploy.rogue import EMBEDDING_REASONS, JUNK_REASONS
@@ -23,17 +21,6 @@ from tests.deploy.scenario import (
     start_party,
     start_server,
 )
-
-
-@pytest.fixture
-def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Processes a test started; whatever still runs at the end is killed."""
-    processes: list[subprocess.Popen[bytes]] = []
-    yield processes
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def test_bad_messages_from_a_party_process_are_rejected_and_the_run_completes(

@@ -18,14 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.scenario import ROOT, Scenario, deploy_command, free_port, make_scenario
+from tests.deploy.scenario import ROOT, Scenario, deploy_command, free_port
 
 GIVE_UP_S = 2
-
-
-@pytest.fixture(scope="module")
-def scenario(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    return make_scenario(tmp_path_factory.mktemp("waits") / "d", num_parties=1)
 
 
 @contextlib.contextmanager

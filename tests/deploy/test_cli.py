@@ -313,7 +313,7 @@ def test_a_launched_server_sends_its_warnings_to_launch_as_notes(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Prepare: the server under vfl launch (--events): what launch shows of its warnings
-    from vfl.deploy.cli import _warnings_as_notes
+    from vfl.deploy.commands import warnings_as_notes
     from vfl.run.progress import Progress
 
     class Recorded(Progress):
@@ -330,7 +330,7 @@ def test_a_launched_server_sends_its_warnings_to_launch_as_notes(
 
     # Execute
     try:
-        _warnings_as_notes(progress)
+        warnings_as_notes(progress)
         with warnings.catch_warnings():
             warnings.simplefilter("always")
             warnings.warn("compress.embedding: a 2-bit lattice quantizer ...", stacklevel=1)

@@ -36,7 +36,7 @@ from tests.deploy.scenario import (
 )
 from vfl.deploy.config import load_party_config, load_run_config
 from vfl.deploy.data import load_labels, load_party_tables
-from vfl.deploy.psi import hash_to_group
+from vfl.deploy.psi_group import hash_to_group
 from vfl.results.files import RunDirectory
 from vfl.run.console import describe as describe_epoch
 from vfl.run.console import final_line

@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,17 +27,6 @@ from tests.deploy.scenario import (
     wait_for,
 )
 from vfl.deploy.certs import create_test_pki
-
-
-@pytest.fixture
-def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Processes a test started; whatever still runs at the end is killed."""
-    processes: list[subprocess.Popen[bytes]] = []
-    yield processes
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def test_launch_stops_at_once_when_the_server_rejects_a_party_certificate(

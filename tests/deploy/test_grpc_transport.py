@@ -310,7 +310,7 @@ def test_closing_ends_the_servers_event_loop_thread_and_a_second_close_is_a_no_o
 ) -> None:
     # Prepare: a server with a connected party; the server's loop thread is running
     loopback = start_loopback(pki, {1: endpoint(1).handle_frame})
-    loop_thread = loopback.transport.streams._thread
+    loop_thread = loopback.transport.streams._server._thread
     assert loop_thread.is_alive()
     assert not loopback.transport.request({1: Ack(round=0)}).failures
 
@@ -364,7 +364,7 @@ def test_an_exchanges_requests_reach_the_event_loop_in_one_hand_off(
     # server's event loop (gRPC's own threads hand off to it too)
     loopback = start_loopback(pki, {p: endpoint(p).handle_frame for p in (1, 2, 3)})
     transport = loopback.transport
-    loop = transport.streams._loop
+    loop = transport.streams._server.loop
     hand_offs: list[object] = []
     forward = loop.call_soon_threadsafe
     training_thread = threading.get_ident()

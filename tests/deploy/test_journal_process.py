@@ -9,20 +9,14 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-import pytest
 
-from tests.deploy.scenario import ROOT, Scenario, deploy_command, free_port, make_scenario
+from tests.deploy.scenario import ROOT, Scenario, deploy_command, free_port
 from vfl.deploy.journal import frame
 from vfl.deploy.releases import FILE_NAME, MAGIC, id_keys, open_journal
 from vfl.privacy.events import PbmEvent
 
 KEYS = id_keys([b"a", b"b", b"c"])
 EVENT = PbmEvent(trials=16, beta=0.05, parties=2, dimension=4)
-
-
-@pytest.fixture(scope="module")
-def scenario(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    return make_scenario(tmp_path_factory.mktemp("journal") / "d", num_parties=1)
 
 
 def three_releases(folder: Path) -> Path:

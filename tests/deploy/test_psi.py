@@ -16,14 +16,13 @@ from vfl.deploy.alignment import Alignment, align
 from vfl.deploy.control import LocalControl
 from vfl.deploy.data import HolderSplit, id_bytes
 from vfl.deploy.party import PartyRuntime
-from vfl.deploy.psi import (
+from vfl.deploy.psi import PsiHolder, intersect_with_server
+from vfl.deploy.psi_group import (
     FIELD_PRIME,
-    PsiHolder,
     _edwards_sum,
     blind,
     first_invalid,
     hash_to_group,
-    intersect_with_server,
     new_scalar,
     split_points,
 )

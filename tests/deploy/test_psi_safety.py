@@ -24,7 +24,8 @@ from vfl.deploy.messages import (
     PsiStartRequest,
 )
 from vfl.deploy.party import PartyRuntime
-from vfl.deploy.psi import POINT_BYTES, PsiHolder, blind, hash_to_group, order_key, split_points
+from vfl.deploy.psi import PsiHolder
+from vfl.deploy.psi_group import POINT_BYTES, blind, hash_to_group, order_key, split_points
 from vfl.deploy.state import PartyState
 from vfl.errors import ProtocolError, WireError
 from vfl.transport import PartyEndpoint
@@ -107,7 +108,7 @@ def test_the_aligned_order_is_the_same_in_every_run_over_the_same_data(tmp_path:
 Tamper = Callable[[bytes], bytes]
 
 TAMPERS: dict[str, Tamper] = {
-    # above the field prime: no canonical u-coordinate (psi.first_invalid)
+    # above the field prime: no canonical u-coordinate (psi_group.first_invalid)
     "malformed": lambda points: b"\xff" * POINT_BYTES + points[POINT_BYTES:],
     "repeated": lambda points: points[:POINT_BYTES] * 2 + points[2 * POINT_BYTES :],
     "short": lambda points: points[:-POINT_BYTES],

@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,17 +32,6 @@ pytestmark = pytest.mark.slow
 
 EPOCHS = 4
 TIMEOUT = 240
-
-
-@pytest.fixture
-def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Processes a test started; whatever still runs at the end is killed."""
-    processes: list[subprocess.Popen[bytes]] = []
-    yield processes
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def scenario_for(root: Path, *deployment: str) -> Scenario:

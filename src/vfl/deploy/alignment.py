@@ -39,13 +39,8 @@ from vfl.deploy.messages import (
     PsiResultRequest,
     PsiStartRequest,
 )
-from vfl.deploy.psi import (
-    POINT_BYTES,
-    PsiHolder,
-    first_invalid,
-    first_repeat,
-    intersect_with_server,
-)
+from vfl.deploy.psi import PsiHolder, intersect_with_server
+from vfl.deploy.psi_group import POINT_BYTES, first_invalid, first_repeat
 from vfl.errors import DataError, WireError
 
 log = logging.getLogger(__name__)

@@ -13,19 +13,17 @@ folder.
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import os
-import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from vfl.deploy.certificate import certificate, general_name
 from vfl.errors import ConfigError
 from vfl.results.files import failure_line
 from vfl.transport.security import party_name, token_digest
@@ -36,10 +34,6 @@ CLIENT_PREFIX = "client-"
 DEFAULT_SERVER_NAMES = ("localhost", "127.0.0.1")
 MAX_DAYS = 36500
 """The longest validity of a test certificate: 100 years (a later date overflows)."""
-MAX_NAME = 253
-"""The longest DNS name."""
-_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
-_DNS_NAME = re.compile(rf"(?:\*\.)?{_LABEL}(?:\.{_LABEL})*\.?")
 
 
 @dataclass(frozen=True)
@@ -132,21 +126,21 @@ def _make_all(
     parties: Sequence[int], server_names: Sequence[str], days: int, clients: Sequence[str]
 ) -> _Made:
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_cert = _certificate(CA_NAME, ca_key, ca_key, CA_NAME, days, ca=True)
+    ca_cert = certificate(CA_NAME, ca_key, ca_key, CA_NAME, days, ca=True)
     server_key = ec.generate_private_key(ec.SECP256R1())
-    server_cert = _certificate(
+    server_cert = certificate(
         server_names[0], server_key, ca_key, CA_NAME, days, names=server_names, server=True
     )
     made = _Made((ca_cert, ca_key), (server_cert, server_key), {}, {})
     for party in parties:
         name = party_name(party)
         key = ec.generate_private_key(ec.SECP256R1())
-        cert = _certificate(name, key, ca_key, CA_NAME, days, names=[name])
+        cert = certificate(name, key, ca_key, CA_NAME, days, names=[name])
         made.parties[party] = (cert, key, secrets.token_urlsafe(32))
     for client in clients:
         name = client_name(client)
         key = ec.generate_private_key(ec.SECP256R1())
-        made.clients[client] = (_certificate(name, key, ca_key, CA_NAME, days, names=[name]), key)
+        made.clients[client] = (certificate(name, key, ca_key, CA_NAME, days, names=[name]), key)
     return made
 
 
@@ -206,7 +200,7 @@ def _check_request(
             f" {days}"
         )
     for name in server_names:
-        _general_name(name)
+        general_name(name)
 
 
 def _make_room(directory: Path, planned: Sequence[Path], *, force: bool) -> Path | None:
@@ -231,66 +225,6 @@ def _make_room(directory: Path, planned: Sequence[Path], *, force: bool) -> Path
     for path in existing:
         os.replace(path, aside / path.name)
     return aside
-
-
-def _certificate(
-    common_name: str,
-    key: ec.EllipticCurvePrivateKey,
-    issuer_key: ec.EllipticCurvePrivateKey,
-    issuer_name: str,
-    days: int,
-    *,
-    names: Sequence[str] = (),
-    ca: bool = False,
-    server: bool = False,
-) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
-        .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer_name)]))
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))  # tolerate clock skew
-        .not_valid_after(now + datetime.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-    )
-    if names:
-        builder = builder.add_extension(
-            x509.SubjectAlternativeName([_general_name(n) for n in names]), critical=False
-        )
-    if not ca:
-        usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
-        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-    return builder.sign(issuer_key, hashes.SHA256())
-
-
-def _general_name(name: str) -> x509.GeneralName:
-    """A server name as an IP address or a DNS name.
-
-    Raises:
-        ConfigError: naming a name that is neither, and what would be valid.
-    """
-    try:
-        return x509.IPAddress(ipaddress.ip_address(name))
-    except ValueError:
-        pass
-    if name and not name.isascii():
-        try:
-            hint = f"; give its ASCII (IDNA) form {name.encode('idna').decode()!r}"
-        except UnicodeError:
-            hint = ""
-        raise ConfigError(
-            f"invalid server name {name!r}: a certificate's DNS name is ASCII letters, digits,"
-            f" '-' and '.'{hint}"
-        )
-    if len(name) > MAX_NAME or not _DNS_NAME.fullmatch(name):
-        raise ConfigError(
-            f"invalid server name {name!r}: give an IP address or a DNS name (labels of ASCII"
-            f" letters, digits and '-', 1 to 63 characters each, joined by '.', at most"
-            f" {MAX_NAME} in all)"
-        )
-    return x509.DNSName(name)
 
 
 def _write_cert(path: Path, cert: x509.Certificate) -> Path:

@@ -1,7 +1,7 @@
 """Control exchanges between the server and the parties, over any transport.
 
 The gRPC transport has a ``control`` method (traffic outside the ledger). ``LocalControl`` does
-the same in one process, through the codec, so that alignment and setup can be exercised and
+the same in one process, through the frame format, so that alignment and setup can be exercised and
 simulated without a network.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol, TypeVar
 
+from vfl.run.deployment import build_control_transport
 from vfl.transport.base import Exchange, PartyEndpoint
-from vfl.transport.inproc import InProcTransport
 from vfl.wire import Message
 
 R = TypeVar("R", bound=Message)
@@ -50,7 +50,7 @@ class LocalControl:
     """
 
     def __init__(self, endpoints: Mapping[int, PartyEndpoint]) -> None:
-        self._transport = InProcTransport(endpoints)
+        self._transport = build_control_transport(endpoints)
 
     @property
     def party_ids(self) -> tuple[int, ...]:

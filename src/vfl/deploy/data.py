@@ -21,7 +21,7 @@ from vfl.config import DataConfig
 from vfl.data.encoding import TableEncoder
 from vfl.data.table import read_table, sample_ids
 from vfl.data.tabular import encode_table
-from vfl.deploy.config import PartyDataConfig
+from vfl.deploy.party_config import PartyDataConfig
 from vfl.errors import DataError
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
 

@@ -20,44 +20,20 @@ what was saved and the exact command that continues. A second signal stops every
 
 from __future__ import annotations
 
-import logging
-import os
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from vfl.deploy.config import PartyConfig, load_run_config
-from vfl.deploy.port_file import read_port
 from vfl.deploy.preflight import check_no_previous_run, checked_parties
+from vfl.deploy.processes import Child, await_port, environment, start, stop_all, supervise
 from vfl.deploy.run_folder import LOGS, check_run_directory
-from vfl.deploy.stopping import LaunchStop, again_command, forwarding_signals, launch_stopped
-from vfl.errors import ConfigError, ProtocolError, VflError
+from vfl.deploy.stopping import again_command, forwarding_signals, launch_stopped
+from vfl.errors import ConfigError, VflError
 from vfl.run.folders import default_run_dir
-from vfl.run.progress import Fanout, Progress, Terminal, replay
-
-log = logging.getLogger(__name__)
-
-"""The folder of RUN_DIR that holds every process's log (a new server run may find it)."""
-
-POLL_S = 0.2
-LOG_TAIL_LINES = 20
-STOP_WAIT_S = 10.0
-"""How long a process told to stop (SIGTERM) may take before it is killed."""
-
-
-@dataclass
-class _Process:
-    name: str
-    popen: subprocess.Popen[bytes]
-    log_path: Path
-    log_file: IO[bytes]
-    log_start: int = 0
-    relay: threading.Thread | None = None
+from vfl.run.progress import Progress, Terminal
 
 
 @dataclass(frozen=True)
@@ -149,26 +125,26 @@ def launch(
     server_args += ["--run-dir", str(run_dir), "--events"] if predict is None else []
     server_args += [] if predict is None else predict.server_args()
     party_mode = ["--resume"] if resume else [] if predict is None else ["--predict"]
-    env = _environment(len(deployment.parties) + 1)
+    env = environment(len(deployment.parties) + 1)
     server_command = [python, "-m", "vfl.cli", *server_args, *extra]
-    processes: list[_Process] = []
+    processes: list[Child] = []
     popens: list[subprocess.Popen[bytes]] = []
     with forwarding_signals(popens) as stop:
         try:
-            processes.append(_start(f"{prefix}server", server_command, logs, env, progress))
+            processes.append(start(f"{prefix}server", server_command, logs, env, progress))
             popens.append(processes[0].popen)
             progress.note(f"started the server (pid {processes[0].popen.pid}); logs in {logs}")
             for party in deployment.parties:  # they load while the server starts, then dial it
                 args = ["party", "--config", party.config, "--server-port-file", str(port_file)]
                 command = [python, "-m", "vfl.cli", *args, *party_mode]
-                processes.append(_start(f"{prefix}party-{party.id}", command, logs, env))
+                processes.append(start(f"{prefix}party-{party.id}", command, logs, env))
                 popens.append(processes[-1].popen)
             pids = ", ".join(f"{p.name} (pid {p.popen.pid})" for p in processes[1:])
             progress.note(f"started {pids}")
-            if _wait_for_port(port_file, processes[0], start_timeout_s, stop):
-                _supervise(processes, stop)
+            if await_port(port_file, processes[0], start_timeout_s, stop):
+                supervise(processes, stop)
         finally:
-            _stop(processes)
+            stop_all(processes)
     if stop.reason:
         raise LaunchStopped(launch_stopped(run_dir, stop.reason, again), stop.reason)
     return run_dir
@@ -187,138 +163,3 @@ def _check_new_or_resumed(
         if not existed:
             run_dir.rmdir()  # made empty by the check just now
         raise
-
-
-def _environment(processes: int) -> dict[str, str]:
-    """This process's environment, with a fair share of the cores per process.
-
-    Output is unbuffered, so that logs and the relayed events appear as they are written.
-    """
-    env = dict(os.environ)
-    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // processes)))
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def _start(
-    name: str,
-    command: list[str],
-    logs: Path,
-    env: dict[str, str],
-    progress: Progress | None = None,
-) -> _Process:
-    """Start ``command`` logging to ``logs/<name>.log``; its stdout goes to ``progress``."""
-    log_path = logs / f"{name}.log"
-    log_file = log_path.open("ab")
-    stdout: IO[bytes] | int = subprocess.PIPE if progress is not None else log_file
-    popen = subprocess.Popen(
-        command, stdout=stdout, stderr=log_file, env=env, start_new_session=True
-    )
-    log.debug("started %s (pid %d), log %s", name, popen.pid, log_path)
-    process = _Process(name, popen, log_path, log_file, log_start=log_file.tell())
-    if progress is not None:
-        assert popen.stdout is not None
-        process.relay = threading.Thread(
-            target=_relay,
-            args=(popen.stdout, log_file, progress),
-            name=f"relay-{name}",
-            daemon=True,
-        )
-        process.relay.start()
-    return process
-
-
-def _relay(source: IO[bytes], log_file: IO[bytes], progress: Progress) -> None:
-    """Show each event of ``source`` with ``progress`` (and in the log); copy other lines."""
-    logged = Terminal(bar=False, stream=_TextLog(log_file))
-    shown = Fanout(progress, logged)
-    for raw in iter(source.readline, b""):
-        line = raw.decode(errors="replace")
-        if replay(line.rstrip("\n"), shown):
-            continue
-        log_file.write(raw)
-        log_file.flush()
-        sys.stdout.write(line)
-        sys.stdout.flush()
-
-
-class _TextLog:
-    """A binary log file as the text stream ``Terminal`` writes to."""
-
-    def __init__(self, handle: IO[bytes]) -> None:
-        self._handle = handle
-
-    def write(self, text: str, /) -> int:
-        """Append ``text``, encoded."""
-        self._handle.write(text.encode())
-        return len(text)
-
-    def flush(self) -> None:
-        """Flush the file."""
-        self._handle.flush()
-
-    def isatty(self) -> bool:
-        """A file."""
-        return False
-
-
-def _wait_for_port(port_file: Path, server: _Process, timeout_s: float, stop: LaunchStop) -> int:
-    """The server's port once it listens; 0 if a signal stopped it first."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        port = read_port(port_file)
-        if port is not None:
-            return port
-        if server.popen.poll() is not None:
-            if stop.reason:
-                return 0
-            raise _failure(server)
-        time.sleep(POLL_S)
-    raise _failure(server, f"did not start listening within {timeout_s:g} s")
-
-
-def _supervise(processes: list[_Process], stop: LaunchStop) -> None:
-    """Wait until the server and every party exit; raise on the first failure.
-
-    Once a signal stopped the server, its exit ends the wait (the parties are stopped next).
-    """
-    while True:
-        running = False
-        for process in processes:
-            status = process.popen.poll()
-            if status is None:
-                running = True
-            elif stop.reason and process is processes[0]:
-                return
-            elif status != 0 and not stop.reason:
-                raise _failure(process)
-        if not running or stop.at_once:
-            return
-        time.sleep(POLL_S)
-
-
-def _stop(processes: list[_Process]) -> None:
-    for process in processes:
-        if process.popen.poll() is None:
-            process.popen.terminate()
-    for process in processes:
-        try:
-            process.popen.wait(timeout=STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            process.popen.kill()
-            process.popen.wait()
-        if process.relay is not None:
-            process.relay.join(timeout=10)
-        process.log_file.close()
-
-
-def _failure(process: _Process, what: str = "") -> ProtocolError:
-    """``process`` failed: what it wrote to its log in this launch (its end) says why."""
-    status = process.popen.poll()
-    reason = what or f"exited with status {status}"
-    with process.log_path.open("rb") as handle:
-        handle.seek(process.log_start)
-        written = handle.read().decode(errors="replace")
-    lines = written.splitlines()[-LOG_TAIL_LINES:]
-    tail = "\n".join(f"    {line}" for line in lines)
-    return ProtocolError(f"{process.name} {reason}; end of {process.log_path}:\n{tail}")

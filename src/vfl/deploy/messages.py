@@ -18,7 +18,7 @@ from typing import ClassVar
 
 import torch
 
-from vfl.deploy.psi import POINT_BYTES
+from vfl.deploy.psi_group import POINT_BYTES
 from vfl.errors import WireError
 from vfl.wire.schema import Message, register
 
@@ -105,7 +105,7 @@ class PsiResultRequest(Message):
     Attributes:
         split: The split the result is for.
         order: ``int64`` positions in your blinded list, ascending, shape ``(N_common,)``.
-            Every holder orders the rows they name by ``vfl.deploy.psi.order_key``.
+            Every holder orders the rows they name by ``vfl.deploy.psi_group.order_key``.
         alignment: The id under which to save the alignment (the same at every holder).
     """
 

@@ -26,10 +26,10 @@ from typing import Any, Literal
 import torch
 
 from vfl.deploy.alignment import Alignment
-from vfl.deploy.config import PartyConfig
 from vfl.deploy.dispatch import answer
 from vfl.deploy.messages import LookupReply, LookupRequest, ModelSetupRequest, SetupReply
 from vfl.deploy.party import party_link, prepare_party
+from vfl.deploy.party_config import PartyConfig
 from vfl.deploy.psi_party import PsiResponder
 from vfl.deploy.rows import Looked, TableRows, party_encoder
 from vfl.errors import ConfigError, DataError, ProtocolError, WireError

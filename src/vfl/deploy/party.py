@@ -13,6 +13,7 @@ import json
 import logging
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,7 +24,6 @@ from vfl.config import RunConfig
 from vfl.config.io import from_mapping
 from vfl.data.encoding import TableEncoder
 from vfl.deploy.audit import audited
-from vfl.deploy.config import PartyConfig, PartyPrivacyConfig, check_address
 from vfl.deploy.data import HolderSplit, fit_features, load_party_tables
 from vfl.deploy.dispatch import answer
 from vfl.deploy.messages import (
@@ -33,6 +33,7 @@ from vfl.deploy.messages import (
     SetupReply,
     SetupRequest,
 )
+from vfl.deploy.party_config import PartyConfig, PartyPrivacyConfig, check_address
 from vfl.deploy.party_privacy import PartyReleases, log_spent
 from vfl.deploy.psi_party import PsiResponder
 from vfl.deploy.run_folder import WIRE
@@ -44,11 +45,11 @@ from vfl.results.metrics import Task
 from vfl.roles.party import Party
 from vfl.run.bundles import BUNDLE, export_party
 from vfl.run.compose import Blueprint, build_party
+from vfl.run.deployment import PartyNetwork, build_party_link
 from vfl.run.models import ConfigModels, embedding_width
 from vfl.run.stages import use_threads
 from vfl.seeding import derive_seed
-from vfl.transport.base import PartyEndpoint
-from vfl.transport.grpc_party import FrameHandler, PartyLink
+from vfl.transport.grpc_party import PartyLink
 from vfl.transport.link import add_snapshots
 from vfl.transport.security import PartyTls
 from vfl.wire import SPLIT_TRAIN, Message
@@ -218,19 +219,17 @@ def party_link(
     model: str = "",
 ) -> PartyLink:
     """The party's stream to the server, answering with ``answer`` (audited if configured)."""
-    handler: FrameHandler = PartyEndpoint(config.party_id, answer).handle_frame
-    if config.audit_log:
-        handler = audited(handler, Path(config.audit_log))
-    return PartyLink(
+    network = PartyNetwork(
         config.party_id,
-        handler,
         address=server or config.server,
         tls=tls,
         token=token,
         give_up_s=config.give_up_s,
         keepalive_s=config.keepalive_s,
-        model=model,
     )
+    audit_log = Path(config.audit_log) if config.audit_log else None
+    wrap = None if audit_log is None else partial(audited, path=audit_log)
+    return build_party_link(network, answer, model=model, wrap=wrap)
 
 
 def run_party(

@@ -17,8 +17,8 @@ import numpy.typing as npt
 
 from vfl.config import RunConfig
 from vfl.deploy.alignment import Alignment
-from vfl.deploy.config import PartyPrivacyConfig
 from vfl.deploy.data import id_bytes
+from vfl.deploy.party_config import PartyPrivacyConfig
 from vfl.deploy.releases import FILE_NAME, Keys, ReleaseFile, id_keys, open_journal, read_journal
 from vfl.errors import ProtocolError
 from vfl.privacy.events import PbmEvent

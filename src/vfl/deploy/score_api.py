@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import grpc
 
 from vfl.deploy.certs import CLIENT_PREFIX
-from vfl.deploy.score_client import SERVICE
+from vfl.deploy.score_client import IDS, SERVICE
 from vfl.deploy.scoring import MAX_IDS, Scorer, as_json
 
 log = logging.getLogger(__name__)
@@ -50,9 +50,9 @@ def parse_request(body: bytes) -> list[str]:
         raise BadRequest(
             f'the request is not UTF-8 JSON ({error}); send {{"ids": [...]}}'
         ) from None
-    if not isinstance(request, dict) or set(request) != {"ids"}:
+    if not isinstance(request, dict) or set(request) != {IDS}:
         raise BadRequest('the request must be a JSON object with the one key "ids"')
-    ids = request["ids"]
+    ids = request[IDS]
     if not isinstance(ids, list) or not 1 <= len(ids) <= MAX_IDS:
         raise BadRequest(f'"ids" must be a list of 1 to {MAX_IDS} IDs')
     for position, value in enumerate(ids):

@@ -19,6 +19,12 @@ from vfl.transport.security import PartyTls
 SERVICE = "vfl.v1.Scoring"
 METHOD = f"/{SERVICE}/Score"
 MAX_REPLY_BYTES = 64 * 2**20
+IDS = "ids"
+"""The request's one key: the IDs to score."""
+RESULTS = "results"
+"""The answer's entries, one per ID: its ``id``, and its prediction or its ``error``."""
+ERROR = "error"
+"""The key of an entry (or of a refused request's answer) that carries an error."""
 
 
 def score_ids(
@@ -29,7 +35,7 @@ def score_ids(
     Raises:
         ProtocolError: with the service's status and one-line reason.
     """
-    body = json.dumps({"ids": list(ids)}).encode()
+    body = json.dumps({IDS: list(ids)}).encode()
     answer: dict[str, Any] = json.loads(call(address, body, tls, timeout_s=timeout_s))
     return answer
 
@@ -41,7 +47,7 @@ def unscored(answer: dict[str, Any]) -> list[dict[str, Any]]:
         >>> unscored({"results": [{"id": "1", "predicted": "no"}, {"id": "2", "error": "x"}]})
         [{'id': '2', 'error': 'x'}]
     """
-    return [entry for entry in answer.get("results", []) if "error" in entry]
+    return [entry for entry in answer.get(RESULTS, []) if ERROR in entry]
 
 
 def call(address: str, body: bytes, tls: PartyTls, *, timeout_s: float = 30.0) -> bytes:
@@ -79,7 +85,7 @@ class ScoringClient:
 
     def score(self, ids: Sequence[str | int], *, timeout_s: float = 30.0) -> dict[str, Any]:
         """The service's JSON answer for ``ids``."""
-        body = json.dumps({"ids": list(ids)}).encode()
+        body = json.dumps({IDS: list(ids)}).encode()
         answer: dict[str, Any] = json.loads(self._method(body, timeout=timeout_s))
         return answer
 

@@ -36,6 +36,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from vfl.deploy.certs import CLIENT_PREFIX
 from vfl.deploy.config import ServerTlsConfig
 from vfl.deploy.score_api import BadRequest, parse_request
+from vfl.deploy.score_client import ERROR
 from vfl.deploy.scoring import Scorer, as_json
 from vfl.errors import ConfigError
 
@@ -58,13 +59,13 @@ def scoring_app(scorers: Sequence[Scorer], classes: Sequence[str]) -> Starlette:
                 f"scoring needs a client certificate naming {CLIENT_PREFIX}<name>; this one"
                 f" names {names}"
             )
-            return JSONResponse({"error": message}, status_code=403)
+            return JSONResponse({ERROR: message}, status_code=403)
         try:
             ids = parse_request(await request.body())
         except BadRequest as error:
-            return JSONResponse({"error": str(error)}, status_code=400)
+            return JSONResponse({ERROR: str(error)}, status_code=400)
         if not scorers:
-            return JSONResponse({"error": "the service is starting; ask again"}, status_code=503)
+            return JSONResponse({ERROR: "the service is starting; ask again"}, status_code=503)
         results = await run_in_threadpool(scorers[0].score, ids)
         return JSONResponse(as_json(results, classes))
 

@@ -27,6 +27,7 @@ import torch
 
 from vfl.deploy.messages import LookupReply, LookupRequest
 from vfl.deploy.predicting import model_loop, set_up_parties
+from vfl.deploy.score_client import ERROR, RESULTS
 from vfl.errors import ConfigError, ProtocolError, WireError
 from vfl.protocol.loop import ServerLoop
 from vfl.results.metrics import Task
@@ -234,7 +235,7 @@ def as_json(results: Sequence[Scored], classes: Sequence[str]) -> dict[str, obje
     answers: list[dict[str, object]] = []
     for result in results:
         if result.error:
-            answers.append({"id": result.id, "error": result.error})
+            answers.append({"id": result.id, ERROR: result.error})
             continue
         best = int(np.argmax(result.probabilities))
         entry: dict[str, object] = {
@@ -245,4 +246,4 @@ def as_json(results: Sequence[Scored], classes: Sequence[str]) -> dict[str, obje
         if result.notes:
             entry["notes"] = list(result.notes)
         answers.append(entry)
-    return {"classes": list(classes), "results": answers}
+    return {"classes": list(classes), RESULTS: answers}

@@ -1,24 +1,19 @@
 """``vfl server``: the label holder's process. It aligns, sets the parties up and trains.
 
 The server builds its ``Server`` and the protocol loop with the composition root
-(``vfl.run.compose``) exactly as the simulator does, over the gRPC transport instead of the
-in-process one, and trains with the same ``fit``. Its parties are a ``RemoteParties`` group: the
-per-epoch checkpoint makes each party save its own role, named by the round counter.
+(``vfl.run.compose``) exactly as the simulator does, over the gRPC transport the root builds
+(``vfl.run.deployment``) instead of the in-process one, and trains with the same ``fit``. Its
+parties are a ``RemoteParties`` group: the per-epoch checkpoint makes each party save its own
+role, named by the round counter.
 
-When a party is lost (its connection broke and did not come back in time) or comes back from a
-restarted process, training stops with a ``ProtocolError``; the server then waits for every
-party to be connected again and resumes the run from its last checkpoint (at most one epoch
-lost), up to ``max_recoveries`` times. A party that does not come back within
-``connect_timeout_s`` stops the run with an error naming it. A party that stays connected but
-does not answer through every retry (a stuck process) stops the run at once with an error
-naming it: rolling back would meet the same stuck process again. Either way the run can be
-continued later with ``--resume`` from its last checkpoint.
+The parties' roles are set up and checkpointed by a ``Coordinator`` (``vfl.deploy.coordinator``);
+a party lost during training is waited for and the run resumed from its last checkpoint
+(``vfl.deploy.recovery``).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,118 +24,40 @@ import torch
 from vfl.config import RunConfig
 from vfl.config.io import to_toml
 from vfl.deploy.alignment import Alignment, align
-from vfl.deploy.config import DeploymentConfig, party_view
-from vfl.deploy.control import ask
+from vfl.deploy.config import DeploymentConfig
+from vfl.deploy.coordinator import Coordinator
 from vfl.deploy.data import LabelTables, load_labels
 from vfl.deploy.export import export_deployed
-from vfl.deploy.messages import CheckpointRequest, ControlAck, SetupReply, SetupRequest
 from vfl.deploy.phases import SetupPhases
+from vfl.deploy.recovery import fit_with_recovery
 from vfl.deploy.run_folder import ALIGNMENT, DEPLOYMENT, WIRE, check_run_directory
 from vfl.deploy.tls import server_tls
-from vfl.errors import DataError, ProtocolError
-from vfl.results.compute import RoundCompute
+from vfl.errors import DataError
 from vfl.results.files import (
-    CHECKPOINT,
     CONFIG,
     SUMMARY,
     RunDirectory,
 )
 from vfl.results.metrics import Task
 from vfl.run.bundles import BUNDLE
-from vfl.run.compose import Blueprint, build_loop, build_server
-from vfl.run.progress import Progress
-from vfl.run.runner import finish_summary, fit_as_configured
+from vfl.run.compose import Blueprint, build_server
+from vfl.run.deployment import (
+    RemoteParties,
+    ServerNetwork,
+    build_deployed_session,
+    build_server_transport,
+)
+from vfl.run.runner import finish_summary
 from vfl.run.session import Session
 from vfl.run.signals import StopRequest
 from vfl.run.stages import use_threads
 from vfl.seeding import derive_seed
 from vfl.transport.grpc_transport import GrpcTransport
 from vfl.transport.ledger import Ledger
-from vfl.transport.link import PartyUnavailableError, PartyUnresponsiveError, add_snapshots
+from vfl.transport.link import add_snapshots
 from vfl.transport.retry import RetryPolicy
 from vfl.transport.security import ServerTls
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
-
-log = logging.getLogger(__name__)
-
-
-class Coordinator:
-    """Sets up, checkpoints and restores the parties' roles through control messages.
-
-    Args:
-        transport: Reaches the parties.
-        config: The run config.
-        alignment_id: The alignment every holder orders its rows by.
-        connect_timeout_s: How long to wait for parties to (re)connect before a setup.
-    """
-
-    def __init__(
-        self,
-        transport: GrpcTransport,
-        config: RunConfig,
-        alignment_id: str,
-        *,
-        train_labels: torch.Tensor,
-        num_classes: int,
-        connect_timeout_s: float,
-    ) -> None:
-        self.transport = transport
-        self.config_text = to_toml(party_view(config))
-        self.alignment_id = alignment_id
-        shared = config.protocol.labels == "shared"
-        self.labels = train_labels if shared else torch.zeros(0, dtype=torch.int64)
-        self.num_classes = num_classes
-        self.connect_timeout_s = connect_timeout_s
-
-    def setup(self, restore_round: int) -> dict[int, SetupReply]:
-        """Build every party's role (restored at ``restore_round`` unless it is -1)."""
-        transport = self.transport
-        transport.wait_for_parties(self.connect_timeout_s)
-        transport.unpin()
-        request = SetupRequest(
-            round=max(restore_round, 0),
-            config=self.config_text,
-            alignment=self.alignment_id,
-            restore_round=restore_round,
-            num_parties=len(transport.party_ids),
-            num_classes=self.num_classes,
-            labels=self.labels,
-        )
-        replies = ask(transport, dict.fromkeys(transport.party_ids, request), SetupReply)
-        transport.pin({party: transport.answered_by(party) for party in replies})
-        return replies
-
-    def checkpoint(self, round_: int) -> None:
-        """Have every party save its role's state as of ``round_``."""
-        request = CheckpointRequest(round=round_)
-        ask(self.transport, dict.fromkeys(self.transport.party_ids, request), ControlAck)
-
-
-class RemoteParties:
-    """The parties of a deployment, as the epoch loop checkpoints them (a ``PartyGroup``).
-
-    ``checkpoint`` makes every party save its role (so the server's checkpoint names a round
-    every party saved); ``restore`` sets the parties up again, restored at that round.
-    """
-
-    def __init__(self, coordinator: Coordinator) -> None:
-        self.coordinator = coordinator
-        self.restored_round: int | None = None
-
-    def checkpoint(self, rounds: int) -> dict[int, Any]:
-        """Have every party save its state as of ``rounds``; the server keeps nothing of it."""
-        self.coordinator.checkpoint(rounds)
-        return {}
-
-    def restore(self, state: dict[int, Any], rounds: int) -> None:
-        """Set every party up again, restored at ``rounds`` (unless it already is)."""
-        if self.restored_round != rounds:
-            self.coordinator.setup(rounds)
-        self.restored_round = None
-
-    def compute_logs(self) -> dict[int, list[RoundCompute]]:
-        """Deployed parties keep their compute records in their own checkpoints."""
-        return {}
 
 
 def run_server(
@@ -230,7 +147,7 @@ def _serve(
         phases.listening(transport.port, transport.party_ids)
         phases.await_parties(transport, deployment.connect_timeout_s)
         session = _prepare(config, deployment, labels, transport, run, resume, phases)
-        _fit(session, config, deployment, run, resume, stop, phases.progress)
+        fit_with_recovery(session, config, deployment, run, resume, stop, phases.progress)
         if config.output.bundle:
             export_deployed(
                 session.trainer,
@@ -271,16 +188,19 @@ def listen(
     ``control_timeout_s`` its ``setup_timeout_s``; ``services`` are more gRPC services on the
     same port (``vfl serve``'s scoring API), which need ``service_workers`` threads.
     """
-    return GrpcTransport(
+    network = ServerNetwork(
         deployment.credentials(),
-        tls=tls,
         listen=deployment.listen,
         policy=policy or deployment.retry_policy(),
         control_timeout_s=control_timeout_s or deployment.setup_timeout_s,
         keepalive_s=deployment.keepalive_s,
         max_bytes=deployment.max_message_mib * 2**20,
-        ledger=ledger,
+    )
+    return build_server_transport(
+        network,
+        tls,
         model=model,
+        ledger=ledger,
         services=services,
         service_workers=service_workers,
     )
@@ -294,7 +214,7 @@ def _prepare(
     run: RunDirectory,
     resume: bool,
     phases: SetupPhases,
-) -> Session[RemoteParties]:
+) -> Session[RemoteParties[Coordinator]]:
     """Align (or reload the alignment), record the configs, set the parties up."""
     alignment = _alignment(run, transport, labels, resume, phases)
     run.write_text(CONFIG, to_toml(config))
@@ -339,7 +259,7 @@ def _build(
     run: RunDirectory,
     resume: bool,
     phases: SetupPhases,
-) -> Session[RemoteParties]:
+) -> Session[RemoteParties[Coordinator]]:
     restore_round = int(run.load_checkpoint()["session"]["trainer"]["rounds"]) if resume else -1
     phases.parties_begin(restore_round)
     replies = coordinator.setup(restore_round)
@@ -360,9 +280,8 @@ def _build(
         test_labels=aligned[SPLIT_TEST],
         widths={party: reply.width for party, reply in replies.items()},
     )
-    parties = RemoteParties(coordinator)
-    parties.restored_round = restore_round if resume else None
-    session = Session(build_loop(blueprint, server, coordinator.transport), parties)
+    parties = RemoteParties(coordinator, restore_round if resume else None)
+    session = build_deployed_session(blueprint, server, coordinator.transport, parties)
     phases.parties_ready(config.train.epochs, len(session.trainer.sampler))
     if not resume and config.train.checkpoint:
         run.save_checkpoint(
@@ -375,79 +294,3 @@ def _build(
             }
         )
     return session
-
-
-def _fit(
-    session: Session[RemoteParties],
-    config: RunConfig,
-    deployment: DeploymentConfig,
-    run: RunDirectory,
-    resume: bool,
-    stop: StopRequest | None,
-    progress: Progress,
-) -> None:
-    recoveries = 0
-    while True:
-        has_epoch_zero = any(int(r["epoch"]) == 0 for r in run.read_metrics(torn_tail=True))
-        if stop is not None:
-            stop.at_once = False  # a signal now stops after the round, with a checkpoint
-        try:
-            fit_as_configured(
-                session,
-                config,
-                run,
-                resume=resume,
-                eval_at_start=config.train.eval_at_start and not has_epoch_zero,
-                stop=stop,
-                progress=progress,
-            )
-            return
-        except ProtocolError as error:
-            failure = _party_failure(error)
-            if failure is None:
-                raise
-            if (
-                isinstance(failure, PartyUnresponsiveError)
-                or not config.train.checkpoint
-                or recoveries >= deployment.max_recoveries
-            ):
-                raise ProtocolError(f"{error}; {_stopped_at(run)}") from error
-            recoveries += 1
-            log.warning(
-                "training stopped (%s); resuming from the last checkpoint once every party is"
-                " connected (recovery %d of %d)",
-                error,
-                recoveries,
-                deployment.max_recoveries,
-            )
-            if stop is not None:
-                stop.at_once = True  # no round to finish while waiting
-            _await_parties(session.parties.coordinator.transport, deployment, run)
-            resume = True
-
-
-def _await_parties(
-    transport: GrpcTransport, deployment: DeploymentConfig, run: RunDirectory
-) -> None:
-    """Wait for every party to be connected again, or stop with what to do next."""
-    try:
-        transport.wait_for_parties(deployment.connect_timeout_s)
-    except PartyUnavailableError as error:
-        raise PartyUnavailableError(f"{error}; {_stopped_at(run)}") from None
-
-
-def _party_failure(error: ProtocolError) -> PartyUnavailableError | None:
-    """The lost or silent party behind a failed run, if that is why it failed (not a bug)."""
-    cause = error if isinstance(error, PartyUnavailableError) else error.__cause__
-    return cause if isinstance(cause, PartyUnavailableError) else None
-
-
-def _stopped_at(run: RunDirectory) -> str:
-    """Where a stopped run can be continued from, and how."""
-    if not run.file(CHECKPOINT).exists():
-        return "the run stops without a checkpoint (train.checkpoint = false?)"
-    epoch = int(run.load_checkpoint()["epoch"])
-    return (
-        f"the run stops at its checkpoint after epoch {epoch}: restart the missing or stuck"
-        " parties (with --resume), then the server with --resume"
-    )

@@ -28,7 +28,7 @@ import torch
 
 from vfl.config.fields import show
 from vfl.deploy.alignment import Alignment
-from vfl.deploy.config import PartyConfig
+from vfl.deploy.party_config import PartyConfig
 from vfl.errors import ConfigError
 
 KEEP_CHECKPOINTS = 3

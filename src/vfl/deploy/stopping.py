@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
-from vfl.deploy.config import PartyConfig
+from vfl.deploy.party_config import PartyConfig
 from vfl.results.files import CHECKPOINT, ERROR
 
 

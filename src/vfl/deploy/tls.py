@@ -16,7 +16,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
-from vfl.deploy.config import PartyTlsConfig, ServerTlsConfig
+from vfl.deploy.config import ServerTlsConfig
+from vfl.deploy.party_config import PartyTlsConfig
 from vfl.errors import ConfigError
 from vfl.transport.security import PartyTls, ServerTls
 

@@ -1,8 +1,9 @@
 """Group finished runs by setting and reduce them across seeds: curves, table rows, run rows.
 
-Every number comes from ``metrics.jsonl`` alone. The definitions follow the C-VFL paper's
-tables (specs/cvfl.md section 4.3), with the spread over seeds the population standard
-deviation (``numpy.std``, ``ddof=0``), as the paper's code computes it:
+Every number comes from ``metrics.jsonl`` alone. The definitions follow the C-VFL paper's tables
+(Castiglia et al., ICML 2022, Section 5, Tables 2-4: the best metric reached and the cost to a
+target), with the spread over seeds the population standard deviation (``numpy.std``, ``ddof=0``),
+as the paper's code computes it:
 
 - best metric: each run's best value over its evaluations (max, or min for losses), then
   mean ± std over seeds;
@@ -161,7 +162,7 @@ def mean_curve(label: str, runs: Sequence[RunResult], metric: str) -> Curve:
 def max_of_mean(curve: Curve, metric: str) -> tuple[Stat, float]:
     """C-VFL's "max metric reached": the best point of the mean curve and the std there.
 
-    specs/cvfl.md section 4.3: the max over epochs of the mean curve across runs, ± the
+    C-VFL (ICML 2022) Tables 2-4: the max over epochs of the mean curve across runs, ± the
     across-run std at that epoch (the min for losses). Returns the statistic and its epoch
     (-1 when the curve has no finite point).
     """
@@ -177,7 +178,7 @@ def max_of_mean(curve: Curve, metric: str) -> tuple[Stat, float]:
 def target_cost(runs: Sequence[RunResult], target: Target) -> TargetCost:
     """Traffic (MB) and rounds at each run's first evaluation that meets ``target``.
 
-    specs/cvfl.md section 4.3: the mean ± population std over runs, undefined (``None``) when
+    C-VFL (ICML 2022) Tables 2-4: the mean ± population std over runs, undefined (``None``) when
     at least one run never reached the target.
     """
     reached = [first_reaching(list(run.records), target) for run in runs]

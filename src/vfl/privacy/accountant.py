@@ -71,7 +71,7 @@ class Accountant(Protocol):
 
 
 class RdpAccountant:
-    """Rényi-DP accountant for PBM and Gaussian releases (spec ``pbm.md`` §2.6 B; Mironov 2017).
+    """Rényi-DP accountant for PBM and Gaussian releases (Mironov 2017; docs/privacy.md).
 
     Args:
         orders: The Rényi orders ``α > 1`` at which RDP is tracked.

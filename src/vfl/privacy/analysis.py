@@ -1,4 +1,4 @@
-"""Privacy accounting for PBM on embeddings: pure, keyword-only functions (spec ``pbm.md`` §2.6).
+"""Privacy accounting for PBM on embeddings: pure, keyword-only functions (docs/privacy.md).
 
 Notation: ``b`` trials, ``β`` the PBM spread (paper Algorithm 1), ``M`` parties, ``P`` embedding
 coordinates, ``K`` uses of each sample, ``α`` a Rényi order, ``δ`` the DP failure probability.
@@ -61,7 +61,8 @@ def pbm_rdp(
     With ``worst_case`` (the default and the only setting that is a DP guarantee) the exact
     divergence is maximised over the other parties' inputs by ``worstcase.search_worst_case``;
     otherwise the others' inputs are all 0 (``p = 1/2``), a typical case and not a guarantee.
-    Spec ``pbm.md`` §2.6 B item 1; mechanism of the paper's Theorem 2.5.
+    docs/privacy.md, "How the accountant computes ε", step 1; mechanism of the VFL-PBM paper's
+    Theorem 2.5.
 
     Example:
         >>> pbm_rdp(trials=16, beta=0.05, parties=4, orders=[2.0, 8.0]).round(3).tolist()
@@ -79,7 +80,7 @@ def gaussian_rdp(*, trials: int, beta: float, parties: int, orders: npt.ArrayLik
     """Normal approximation of ``ε₁(α)``: ``2 α b β² / (M (1/4 - β²))`` (NOT a guarantee).
 
     A Gaussian with mean shift ``2bβ`` and the smallest variance ``Mb(1/4 - β²)`` has RDP
-    ``α Δ² / (2σ²)`` (Mironov 2017, Proposition 7); spec ``pbm.md`` §2.6 B item 1. It matches the
+    ``α Δ² / (2σ²)`` (Mironov 2017, Proposition 7); docs/privacy.md, "Cross-checks". It matches the
     exact value for small ``β`` and is a cross-check only.
 
     Example:
@@ -162,7 +163,8 @@ def rdp_to_epsilon(
 
     ``mironov``: ``ε = ε_tot(α) + log(1/δ)/(α-1)`` (Mironov 2017, Proposition 3).
     ``improved``: ``ε = ε_tot(α) + log((α-1)/α) - (log δ + log α)/(α-1)`` (Canonne, Kamath and
-    Steinke 2020, Proposition 12; Balle et al. 2020, Theorem 21); spec ``pbm.md`` §2.6 B item 4.
+    Steinke 2020, Proposition 12; Balle et al. 2020, Theorem 21); docs/privacy.md, "How the
+    accountant computes ε", step 5.
     At ``α = inf`` both give ``ε = ε_tot(∞)`` (pure DP). Zero RDP at every order means identical
     output laws, hence ``ε = 0``. Warns when the best order is the smallest or the largest
     finite order of the grid (a wider grid may give a smaller ``ε``).

@@ -1,11 +1,12 @@
 """Exact Rényi divergence of the PBM sum for one coordinate, computed in log space.
 
-Notation (paper ``vfl-pbm.txt`` §2.2 and Algorithm 1; spec ``pbm.md`` §2.6 B): a party with
-input ``x`` in ``[-C, C]`` releases ``q ~ Binomial(b, p)`` with ``p = 1/2 + β x / C``; the server
-sees only ``Q = Σ_m q_m`` over the ``M`` parties. When one party's input moves from ``-C`` to ``+C``
-its success probability moves from ``p₋ = 1/2 - β`` to ``p₊ = 1/2 + β`` while the other parties
-keep theirs, so the two laws of ``Q`` are ``Binomial(b, p₊) * A`` and ``Binomial(b, p₋) * A``,
-where ``*`` is convolution and ``A`` is the law of the other parties' counts.
+Notation (VFL-PBM paper §2.2 and Algorithm 1; docs/privacy.md, "How the accountant computes ε"): a
+party with input ``x`` in ``[-C, C]`` releases ``q ~ Binomial(b, p)`` with ``p = 1/2 + β x / C``;
+the server sees only ``Q = Σ_m q_m`` over the ``M`` parties. When one party's input moves from
+``-C`` to ``+C`` its success probability moves from ``p₋ = 1/2 - β`` to ``p₊ = 1/2 + β`` while the
+other parties keep theirs, so the two laws of ``Q`` are ``Binomial(b, p₊) * A`` and
+``Binomial(b, p₋) * A``, where ``*`` is convolution and ``A`` is the law of the other parties'
+counts.
 
 Every probability is held as its natural logarithm: with ``b = 256`` and ``M = 16`` the tails of
 these laws lie far below the smallest double (``e^-745``), and at order ``α = 64`` the divergence is
@@ -150,7 +151,8 @@ def pbm_coordinate_rdp(
 
     Returns ``max(D_α(P₊‖P₋), D_α(P₋‖P₊))`` per order, where ``P± = Binomial(b, 1/2 ± β) * A`` and
     ``A`` is the law of the other parties' counts with success probabilities ``other_probs``
-    (spec ``pbm.md`` §2.6 B, item 1, "exact numeric"; the mechanism is the paper's Theorem 2.5).
+    (docs/privacy.md, "How the accountant computes ε", step 1; the mechanism is the VFL-PBM
+    paper's Theorem 2.5).
     The changed party's extremes ``±C`` are its worst pair: any other pair ``p, p'`` is obtained
     from ``p₊, p₋`` by one channel applied to each trial, which cannot increase the divergence.
 

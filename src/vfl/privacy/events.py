@@ -34,8 +34,8 @@ class PbmEvent(PrivacyEvent):
     Each of the ``dimension`` coordinates of each party's embedding (inputs in ``[-C, C]``) is
     encoded as ``Binomial(trials, 1/2 + beta x / C)``; the server learns only the per-coordinate
     sums over the ``parties`` parties. Adjacent data sets may change one party's whole embedding
-    of the sample within ``[-C, C]^dimension``. Paper ``vfl-pbm.txt`` Algorithm 2; spec
-    ``pbm.md`` §2.6.
+    of the sample within ``[-C, C]^dimension``. VFL-PBM paper Algorithm 2;
+    docs/privacy.md, "How the accountant computes ε".
 
     Attributes:
         trials: ``b``, the number of Bernoulli trials per coordinate (>= 1).

@@ -1,10 +1,11 @@
 """The Poisson Binomial Mechanism (PBM) on bounded embeddings.
 
-Paper ``vfl-pbm.txt`` Algorithm 1 and §2.2 (after Chen, Özgür and Kairouz, ICML 2022); spec
-``pbm.md`` §1.3. Notation: clip bound ``C``, trials ``b``, spread ``β``, ``M`` contributing parties.
-Each coordinate ``x`` in ``[-C, C]`` becomes ``q ~ Binomial(b, p)`` with ``p = 1/2 + (β/C) x``, an
-integer in ``{0..b}``; the server decodes the sum ``Q`` of ``M`` parties' counts into the unbiased
-estimate ``(C / (β b)) (Q - b M / 2)`` of the sum of inputs.
+VFL-PBM paper ("Privacy Tradeoffs in Vertical Federated Learning", Tran et al.) Algorithm 1 and
+§2.2, after Chen, Özgür and Kairouz (ICML 2022). Notation: clip bound ``C``, trials ``b``, spread
+``β``, ``M`` contributing parties. Each coordinate ``x`` in ``[-C, C]`` becomes
+``q ~ Binomial(b, p)`` with ``p = 1/2 + (β/C) x``, an integer in ``{0..b}``; the server decodes
+the sum ``Q`` of ``M`` parties' counts into the unbiased estimate ``(C / (β b)) (Q - b M / 2)`` of
+the sum of inputs.
 
 Example:
     >>> import torch

@@ -96,7 +96,7 @@ def privacy_report(
     shown_orders: Sequence[float] = SHOWN_ORDERS,
     certify: bool = False,
 ) -> PrivacyReport:
-    """Compute the guarantee and the cross-checks for one setting (spec ``pbm.md`` §2.6).
+    """Compute the guarantee and the cross-checks for one setting (docs/privacy.md).
 
     The worst case is searched on the union of ``orders`` and ``shown_orders``; ``certify`` adds
     the relaxation bound at ``shown_orders`` (seconds when ``M b`` is around a thousand).

@@ -1,12 +1,12 @@
 """VFL-PBM on the wire: each party's PBM counts, masked for secure aggregation, and their sum.
 
-Tran et al.'s Algorithm 2 (spec pbm.md section 1.4): in training every party privatizes its
-tanh-bounded embedding with the Poisson Binomial Mechanism, masks the counts with pairwise masks
-mod 2^k (``vfl.secagg``), and the server learns only Q = sum of the counts, from which it
-estimates the sum of the embeddings. Evaluation needs no noise (the paper's authors evaluate with
-exact sums), but with secure aggregation on, the parties still hide their individual evaluation
-embeddings: each sends its embedding in fixed point, masked in a second key-agreement session, so
-the server learns only their sum.
+Tran et al.'s Algorithm 2 ("Privacy Tradeoffs in Vertical Federated Learning", Section 4): in
+training every party privatizes its tanh-bounded embedding with the Poisson Binomial Mechanism,
+masks the counts with pairwise masks mod 2^k (``vfl.secagg``), and the server learns only Q = sum of
+the counts, from which it estimates the sum of the embeddings. Evaluation needs no noise (the
+paper's authors evaluate with exact sums), but with secure aggregation on, the parties still hide
+their individual evaluation embeddings: each sends its embedding in fixed point, masked in a second
+key-agreement session, so the server learns only their sum.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The worst case of a coordinate's PBM RDP over the other parties' inputs (spec ``pbm.md`` §2.6 B).
+"""The worst case of a coordinate's PBM RDP over the other parties' inputs.
+
+docs/privacy.md, "How the accountant computes ε", step 2.
 
 RDP is a supremum over adjacent inputs, and the other parties' inputs are part of the data set, so
 the per-coordinate curve must be maximised over them. Two functions bracket that maximum:

@@ -9,7 +9,6 @@ from typing import Any, ClassVar, TypeVar
 
 import torch
 
-from vfl.compress.pipeline import evaluation_purpose
 from vfl.errors import DIVERGED_HINT, TrainingDiverged, WireError
 from vfl.privacy.budget import GaussianEpochBudget
 from vfl.protocol.base import RoundCallback
@@ -30,6 +29,7 @@ from vfl.wire import (
     Message,
     Shutdown,
 )
+from vfl.wire.seeds import SeedLabel, evaluation_label
 
 R = TypeVar("R", bound=Message)
 
@@ -117,7 +117,7 @@ class ServerLoop(LabelPrivacy, ABC):
         return total / len(batches)
 
     def decode_embeddings(
-        self, replies: Mapping[int, Message], batch: int, purpose: str = "embedding"
+        self, replies: Mapping[int, Message], batch: int, purpose: str = SeedLabel.EMBEDDING
     ) -> dict[int, torch.Tensor]:
         """The embeddings in the parties' replies, decompressed where they were compressed."""
         embeddings = {}
@@ -158,7 +158,8 @@ class ServerLoop(LabelPrivacy, ABC):
         request = EvalRequest(round=self.rounds, ids=ids, split=split)
         replies = self.ask(dict.fromkeys(self.server.party_ids, request), expected, "eval")
         if compressed:
-            embeddings = self.decode_embeddings(replies, len(ids), evaluation_purpose(request))
+            label = evaluation_label(request.split, int(request.ids[0]))
+            embeddings = self.decode_embeddings(replies, len(ids), label)
         else:
             embeddings = {p: m.embedding for p, m in replies.items()}  # type: ignore[attr-defined]
         return self.server.predict(embeddings, len(ids))

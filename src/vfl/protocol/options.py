@@ -14,7 +14,7 @@ from vfl.roles.local import LocalSteps
 
 @dataclass(frozen=True)
 class Links:
-    """The codecs on each link; ``None`` sends float32 tensors as they are.
+    """The codec of each compressed tensor; ``None`` sends float32 tensors as they are.
 
     Attributes:
         embedding: Parties' embeddings to the server (C_1..C_M).

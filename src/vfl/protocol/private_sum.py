@@ -1,11 +1,11 @@
 """VFL-PBM: PBM counts summed securely, one step per exchange (Tran et al., Algorithm 2).
 
-Per round (spec pbm.md section 1.4): every party privatizes its tanh-bounded embedding with the
-Poisson Binomial Mechanism and sends the counts masked for secure aggregation; the server
-recovers only their sum Q, estimates the sum of the embeddings (C / (beta b)) (Q - b M / 2),
-takes its step on the sum-fusion head, and sends the SAME d loss / d sum to every party, which
-back-propagates it as if PBM were the identity. An accountant composes one PBM release per
-sample per epoch and reports epsilon.
+Per round (Tran et al., "Privacy Tradeoffs in Vertical Federated Learning", Section 4): every party
+privatizes its tanh-bounded embedding with the Poisson Binomial Mechanism and sends the counts
+masked for secure aggregation; the server recovers only their sum Q, estimates the sum of the
+embeddings (C / (beta b)) (Q - b M / 2), takes its step on the sum-fusion head, and sends the
+SAME d loss / d sum to every party, which back-propagates it as if PBM were the identity. An
+accountant composes one PBM release per sample per epoch and reports epsilon.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from vfl.errors import ConfigError
 from vfl.privacy.budget import EpochBudget
 from vfl.protocol.options import LoopOptions
 from vfl.protocol.sampler import BatchSampler
-from vfl.protocol.split import SplitLearning
+from vfl.protocol.split_learning import SplitLearning
 from vfl.roles.server import Server
 from vfl.transport.base import Transport
 from vfl.wire import (

@@ -1,6 +1,6 @@
 """C-VFL Algorithm 1: labels shared, Q local iterations on stale compressed views.
 
-Castiglia et al. (ICML 2022), Algorithm 1 (spec cvfl.md section 2.1). Every round:
+Castiglia et al., "Compressed-VFL" (ICML 2022), Section 3, Algorithm 1. Every round:
 
 1. the server picks the batch; every party uploads C_m(h_m(theta_m; X_m^B));
 2. the server forms Phi_hat = {C_0(theta_0), C_1(H_1), ..., C_M(H_M)} and sends it to every party
@@ -18,6 +18,7 @@ import torch
 from vfl.errors import ConfigError
 from vfl.protocol.loop import ServerLoop
 from vfl.wire import Ack, CompressedEmbedReply, ViewBroadcast
+from vfl.wire.seeds import SeedLabel
 
 
 class SharedLabelsTraining(ServerLoop):
@@ -34,7 +35,7 @@ class SharedLabelsTraining(ServerLoop):
         parties = self.server.party_ids
         replies = self.request_embeddings(ids, CompressedEmbedReply)
         embeddings = self.decode_embeddings(replies, len(ids))
-        seed = self.options.seeds.for_message("server_model", r, 0)
+        seed = self.options.seeds.for_message(SeedLabel.SERVER_MODEL, r, 0)
         vector = self.server.parameter_vector()
         model_payload = (
             b"" if vector.numel() == 0 else links.server_model.encode(vector, seed=seed, round_=r)

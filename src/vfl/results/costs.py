@@ -1,7 +1,8 @@
 """Extra ``summary.json`` sections: the C-VFL cost formulas and the time to target.
 
 The paper's bytes per round sit beside the measured ones, and the time to target is given under
-each latency (spec cvfl.md sections 4.2, 4.3 and 7).
+each latency (C-VFL, Castiglia et al., ICML 2022: Section 3 and Tables 2-5;
+``vfl.results.cvfl_costs`` gives the formulas).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class RoundShape:
 
 
 def paper_accounting(shape: RoundShape, *, rounds: int, measured_bytes: int) -> dict[str, Any]:
-    """Measured bytes per round beside the C-VFL formulas (spec cvfl.md sections 4.2, 4.3)."""
+    """Measured bytes per round beside the C-VFL formulas (``vfl.results.cvfl_costs``)."""
     bits = shape.embedding_bits
     widths = list(shape.widths)
     report: dict[str, Any] = {
@@ -84,7 +85,7 @@ def time_to_reach(
     compute_ms: float,
     latencies_ms: Sequence[float],
 ) -> dict[str, Any] | None:
-    """Seconds to the target under each latency (spec cvfl.md section 7).
+    """Seconds to the target under each latency (C-VFL Table 5).
 
     ``compute_ms = 0`` uses the run's measured training time per local step.
     """

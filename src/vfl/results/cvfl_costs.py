@@ -1,7 +1,7 @@
 """The C-VFL paper's cost and time formulas, computed beside the ledger's measured bytes.
 
 The ledger is the truth: it records the encoded frames. These formulas exist to cross-check it and
-to compare with the paper's tables (spec cvfl.md sections 4.2, 4.3 and 7):
+to compare with the tables of C-VFL (Castiglia et al., ICML 2022, Section 5, Tables 2-5):
 
 - literal accounting (section 4.2): every round M uploads of B·P_m components and M downloads of
   all embeddings plus the server model: ``b·[(M+1)·B·ΣP_m + M·|θ0|]`` bits;

@@ -4,7 +4,8 @@
 functions, so any protocol option behaves identically whatever builds the run and whatever
 transport carries the messages:
 
-- ``build_party``: one party role (its model, optimizer and every stage of its pipeline);
+- ``build_party``: one party role (its model, optimizer and every message stage: codec,
+  noise, sparsification);
 - ``build_server`` and ``build_loop``: the label holder and its protocol loop over a transport;
 - ``build_session``: a whole run in one process (in-process transport, the active party
   co-located with the server), or the centralized baseline.
@@ -80,7 +81,7 @@ def build_party(
     widths: Mapping[int, int] | None = None,
     model: nn.Module | None = None,
 ) -> Party:
-    """Party ``party`` with its bottom model, optimizer and pipeline stages.
+    """Party ``party`` with its bottom model, optimizer and message stages.
 
     With shared labels the party also needs the ``train_labels`` and every party's embedding
     ``widths`` (it keeps a replica of the server model to train against). ``model`` is its

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from vfl.compress.pipeline import REFRESH, MessageSeeds, TensorCodec, evaluation_purpose
+from vfl.compress.pipeline import MessageSeeds, TensorCodec
 from vfl.protocol.loop import ServerLoop
 from vfl.protocol.private_sum import PrivateSumTraining
 from vfl.roles.party import Party
@@ -42,6 +42,7 @@ from vfl.wire import (
     RefreshRequest,
 )
 from vfl.wire.bitpack import unpack_bits
+from vfl.wire.seeds import SeedLabel, evaluation_label
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,7 @@ class PartyObserver:
         if isinstance(message, GradRequest):
             return message.grad.detach().clone()
         assert self._codec is not None  # the party accepted it
-        seed = self._seeds.for_message("gradient", message.round, self.party_id)
+        seed = self._seeds.for_message(SeedLabel.GRADIENT, message.round, self.party_id)
         shape = (batch, self._width)
         return self._codec.decode(message.payload, shape=shape, seed=seed, round_=message.round)
 
@@ -248,9 +249,10 @@ def _decoded(
         return reply.embedding.detach().clone()
     if isinstance(reply, CompressedEmbedReply):
         if isinstance(request, EvalRequest):
-            purpose = evaluation_purpose(request)
+            purpose = evaluation_label(request.split, int(request.ids[0]))
         else:
-            purpose = REFRESH if isinstance(request, RefreshRequest) else "embedding"
+            refresh = isinstance(request, RefreshRequest)
+            purpose = SeedLabel.REFRESH if refresh else SeedLabel.EMBEDDING
         return loop.decode_embeddings({party: reply}, batch, purpose)[party]
     if isinstance(reply, PackedCounts) and isinstance(loop, PrivateSumTraining):
         mechanism = loop.secure_sum.mechanism

@@ -17,6 +17,7 @@ import json
 import math
 import sys
 import time
+from enum import StrEnum
 from typing import IO, Any, Protocol
 
 from tqdm import tqdm
@@ -25,6 +26,15 @@ EVENT_KEY = "vfl_event"
 """The key that marks a line of standard output as a progress event (``Events``)."""
 EVENTS_EVERY_S = 0.25
 """How often ``Events`` reports rounds within an epoch (each epoch's last round always)."""
+
+
+class EventKind(StrEnum):
+    """What an ``Events`` line reports; ``replay`` reads the same names in the other process."""
+
+    NOTE = "note"
+    EPOCH_BEGINS = "epoch_begins"
+    ROUNDS = "rounds"
+    EPOCH_ENDS = "epoch_ends"
 
 
 class TextSink(Protocol):
@@ -139,12 +149,12 @@ class Events(Progress):
 
     def note(self, text: str) -> None:
         """Send the note."""
-        self._send("note", text=text)
+        self._send(EventKind.NOTE, text=text)
 
     def epoch_begins(self, epoch: int, epochs: int, rounds: int, done: int = 0) -> None:
         """Send the epoch's start."""
         self._done, self._rounds, self._loss = done, rounds, math.nan
-        self._send("epoch_begins", epoch=epoch, epochs=epochs, rounds=rounds, done=done)
+        self._send(EventKind.EPOCH_BEGINS, epoch=epoch, epochs=epochs, rounds=rounds, done=done)
 
     def round_ends(self, loss: float) -> None:
         """Count the round; send the count now and then."""
@@ -157,13 +167,13 @@ class Events(Progress):
         now = time.monotonic()
         if now - self._sent_at >= EVENTS_EVERY_S or self._done == self._rounds:
             self._sent_at = now
-            self._send("rounds", done=self._done, loss=self._loss)
+            self._send(EventKind.ROUNDS, done=self._done, loss=self._loss)
 
     def epoch_ends(self, line: str) -> None:
         """Send the epoch's line."""
-        self._send("epoch_ends", line=line)
+        self._send(EventKind.EPOCH_ENDS, line=line)
 
-    def _send(self, kind: str, **fields: Any) -> None:
+    def _send(self, kind: EventKind, **fields: Any) -> None:
         stream = self._stream or sys.stdout
         stream.write(json.dumps({EVENT_KEY: kind, **fields}) + "\n")
         stream.flush()
@@ -182,13 +192,13 @@ def replay(line: str, progress: Progress) -> bool:
     except json.JSONDecodeError:
         return False
     kind = event.get(EVENT_KEY) if isinstance(event, dict) else None
-    if kind == "note":
+    if kind == EventKind.NOTE:
         progress.note(str(event["text"]))
-    elif kind == "epoch_begins":
+    elif kind == EventKind.EPOCH_BEGINS:
         progress.epoch_begins(event["epoch"], event["epochs"], event["rounds"], event["done"])
-    elif kind == "rounds":
+    elif kind == EventKind.ROUNDS:
         progress.rounds_done(int(event["done"]), float(event["loss"]))
-    elif kind == "epoch_ends":
+    elif kind == EventKind.EPOCH_ENDS:
         progress.epoch_ends(str(event["line"]))
     return kind is not None
 

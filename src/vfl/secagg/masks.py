@@ -1,8 +1,9 @@
 """Pairwise mask streams (ChaCha20) and the arithmetic mod 2^k that makes them cancel.
 
-Notation (VFL-PBM paper §2.3, specs/pbm.md §1.5): M parties with ids ``i``, each holding a block
-of counts ``q_i`` in ``{0..b}`` of shape ``(B, P)``; ``k`` bits per value; ``s_ij`` the 32-byte
-seed of pair ``{i, j}`` (``vfl.secagg.keys``). The pair mask for round ``r`` and channel ``c`` is
+Notation (VFL-PBM paper §2.3, after Bonawitz et al. 2016): M parties with ids ``i``, each holding a
+block of counts ``q_i`` in ``{0..b}`` of shape ``(B, P)``; ``k`` bits per value; ``s_ij`` the
+32-byte seed of pair ``{i, j}`` (``vfl.secagg.keys``). The pair mask for round ``r`` and channel
+``c`` is
 
     u_ij[n] = LE(keystream(s_ij, nonce(r, c))[n w : (n + 1) w]) mod 2^k,   w = ceil(k / 8),
 
@@ -38,7 +39,7 @@ Counts = npt.NDArray[np.uint64]
 
 
 def required_bits(*, num_parties: int, max_count: int) -> int:
-    """The least k with ``M b < 2^k``, i.e. ``ceil(log2(M b + 1))`` (specs/pbm.md §1.5-1.6).
+    """The least k with ``M b < 2^k``, i.e. ``ceil(log2(M b + 1))`` (VFL-PBM paper §2.3 and §4).
 
     The true sum of M counts in ``{0..b}`` lies in ``{0..M b}``, so mod ``2^k`` it is recovered
     exactly (no wrap-around) iff ``M b <= 2^k - 1``.

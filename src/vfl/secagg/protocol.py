@@ -241,8 +241,8 @@ def unmask(server: ServerState, masked: Mapping[int, npt.NDArray[np.integer[Any]
 def aggregate(masked: Mapping[int, npt.NDArray[np.integer[Any]]], *, bits: int) -> Counts:
     """The element-wise sum of masked blocks mod ``2^k``; the server's only view of the counts.
 
-    With every party's block present the pair masks cancel (VFL-PBM paper §2.3, specs/pbm.md
-    §1.5) and, since the true sum is below ``2^k``, the result is exactly the sum of counts.
+    With every party's block present the pair masks cancel (VFL-PBM paper §2.3, after Bonawitz et
+    al. 2016) and, since the true sum is below ``2^k``, the result is exactly the sum of counts.
 
     Raises:
         ConfigError: if ``masked`` is empty, the blocks differ in shape, or a value is not an

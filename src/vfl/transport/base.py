@@ -1,6 +1,6 @@
 """The transport interface: the server sends typed messages to parties and gets replies.
 
-The server is the orchestrator. ``request`` encodes each message with the wire codec, delivers the
+The server is the orchestrator. ``request`` encodes each message in the frame format, delivers the
 bytes, and decodes each party's reply; failures come back as data (Flower's ``failures``), never
 as a half-finished exchange. Parties sit behind a ``PartyEndpoint``, which is the same object for
 every transport.

@@ -2,7 +2,7 @@
 
 Each party (behind its firewall) opens one bidirectional stream and keeps it open
 (``vfl.transport.grpc_party``; the server end is ``vfl.transport.grpc_server``). ``request``
-encodes each message with the wire codec, records it in the ledger exactly as the in-process
+encodes each message in the frame format, records it in the ledger exactly as the in-process
 transport does, writes its chunks to the party's stream and waits for the reply with the same
 message id. A bad frame is logged and dropped and the request keeps waiting. A party that stays
 silent past ``policy.timeout_s`` is sent the request again after a backoff with jitter (it
@@ -23,7 +23,7 @@ from dataclasses import replace
 import grpc
 import numpy as np
 
-from vfl.errors import ProtocolError, WireError
+from vfl.errors import ProtocolError
 from vfl.transport.base import Exchange, Transport
 from vfl.transport.chunks import DEFAULT_CHUNK_BYTES, split_frame
 from vfl.transport.grpc_server import PartyStreams
@@ -31,10 +31,9 @@ from vfl.transport.ledger import Direction, Ledger, Phase
 from vfl.transport.link import (
     CONTROL,
     PartyUnavailableError,
-    PartyUnresponsiveError,
     WireCounters,
 )
-from vfl.transport.pending import Pending, PendingTable
+from vfl.transport.pending import Pending, PendingTable, absent, unanswered
 from vfl.transport.retry import RetryPolicy
 from vfl.transport.security import Authenticator, PartyCredential, ServerTls
 from vfl.wire import SERVER_ID, Message, encode, kind_name
@@ -255,7 +254,9 @@ class GrpcTransport(Transport):
                     )
                 self.streams.transmit(again)
         for pending in pendings:
-            self._pending.settle(pending, error=self._timeout(pending, policy))
+            self._pending.settle(
+                pending, error=unanswered(pending, policy, self.streams.away_for(pending.party))
+            )
 
     def _wait(self, pendings: list[Pending], timeout: float, policy: RetryPolicy) -> bool:
         """Wait up to ``timeout`` for all to settle, failing early a party that stays away."""
@@ -270,24 +271,7 @@ class GrpcTransport(Transport):
                 for pending in pendings:
                     away = self.streams.away_for(pending.party)
                     if away is not None and away > policy.reconnect_s:
-                        self._pending.settle(pending, error=_absent(pending, policy))
-
-    def _timeout(self, pending: Pending, policy: RetryPolicy) -> WireError | PartyUnavailableError:
-        waited = f"within {policy.max_wait_s:g} s ({policy.attempts} attempts)"
-        what = type(pending.message).__name__
-        if pending.rejected:
-            return WireError(
-                f"party {pending.party} sent no valid reply to {what} {waited}; last rejected"
-                f" frame: {pending.rejected}"
-            )
-        if self.streams.away_for(pending.party) is not None:
-            return PartyUnavailableError(
-                f"party {pending.party} did not answer {what} {waited}; it is not connected"
-            )
-        return PartyUnresponsiveError(
-            f"party {pending.party} did not answer {what} {waited} although it is connected"
-            " (is its process stuck?)"
-        )
+                        self._pending.settle(pending, error=absent(pending, policy))
 
     def _record(
         self, message: Message, nbytes: int, phase: Phase, direction: Direction, party: int
@@ -300,10 +284,3 @@ class GrpcTransport(Transport):
             kind=kind_name(message.KIND),
             nbytes=nbytes,
         )
-
-
-def _absent(pending: Pending, policy: RetryPolicy) -> PartyUnavailableError:
-    return PartyUnavailableError(
-        f"party {pending.party} is disconnected and did not reconnect within"
-        f" {policy.reconnect_s:g} s to answer {type(pending.message).__name__}"
-    )

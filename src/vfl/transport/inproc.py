@@ -1,8 +1,8 @@
 """The in-process transport: every message is encoded to bytes, counted, and decoded again.
 
 Parties run in the server's process and thread, one after another, which simulates parallel
-parties exactly for synchronous protocols. Because the same codec and the same endpoints are used
-as over the network, the ledger shows the bytes a deployment would send.
+parties exactly for synchronous protocols. Because the same frame format and the same endpoints
+are used as over the network, the ledger shows the bytes a deployment would send.
 """
 
 from __future__ import annotations
@@ -48,11 +48,11 @@ class InProcTransport(Transport):
     def request(self, messages: Mapping[int, Message], *, phase: Phase = "train") -> Exchange:
         """Deliver each message to its party in turn; see ``Transport.request``.
 
-        The codec's steps run step by step across the parties (every request encoded, every
+        The frame format's steps run step by step across the parties (every request encoded, every
         party's decode, every party's handler in turn, every reply encoded, every reply counted,
         decoded and checked), not party by party: the same frames, ledger, replies and failures
         (in party order) as one party after another, but a step then runs warm for all parties
-        after the first; a codec step run just after a party's training step costs several
+        after the first; an encoding step run just after a party's training step costs several
         times as much (docs/benchmarks.md, "The message path runs cold"). A message for an
         unknown party, or one that cannot be encoded, raises before any party runs.
         """

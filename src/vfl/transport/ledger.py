@@ -1,6 +1,6 @@
 """The communication ledger: the encoded size of every message, by round, direction, party and kind.
 
-Sizes are the lengths of the frames the codec produced, recorded by the transport as it moves
+Sizes are the lengths of the frames the frame format produced, recorded by the transport as it moves
 them; nothing here is a formula.
 """
 
@@ -11,7 +11,7 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 Direction = Literal["up", "down"]
 """``up``: party to server; ``down``: server to party."""
@@ -21,6 +21,18 @@ Phase = Literal["setup", "train", "eval"]
 
 DIRECTIONS: tuple[Direction, ...] = ("up", "down")
 PHASES: tuple[Phase, ...] = ("setup", "train", "eval")
+COLUMNS = ("round", "phase", "direction", "party", "kind", "messages", "bytes")
+"""A ledger row's values, in the order of ``ledger.csv`` and of a checkpoint's rows."""
+
+
+class Selection(TypedDict, total=False):
+    """Which rows a sum covers: every field given must match (``LedgerFilter``)."""
+
+    round: int | None
+    phase: Phase | None
+    direction: Direction | None
+    party: int | None
+    kind: str | None
 
 
 @dataclass(frozen=True)
@@ -92,31 +104,23 @@ class Ledger:
         row.messages += 1
         row.bytes += nbytes
 
-    def total(
-        self,
-        *,
-        phase: Phase | None = None,
-        direction: Direction | None = None,
-        party: int | None = None,
-        round: int | None = None,
-        kind: str | None = None,
-    ) -> int:
+    def total(self, **selection: Unpack[Selection]) -> int:
         """Total bytes over the rows that match every given filter."""
-        wanted = LedgerFilter(round, phase, direction, party, kind)
-        return sum(count.bytes for key, count in self._rows.items() if wanted.matches(key))
+        return self.count(**selection).bytes
 
-    def messages(
-        self,
-        *,
-        phase: Phase | None = None,
-        direction: Direction | None = None,
-        party: int | None = None,
-        round: int | None = None,
-        kind: str | None = None,
-    ) -> int:
+    def messages(self, **selection: Unpack[Selection]) -> int:
         """Number of messages over the rows that match every given filter."""
-        wanted = LedgerFilter(round, phase, direction, party, kind)
-        return sum(count.messages for key, count in self._rows.items() if wanted.matches(key))
+        return self.count(**selection).messages
+
+    def count(self, **selection: Unpack[Selection]) -> LedgerCount:
+        """Messages and bytes summed over the rows that match every given filter."""
+        wanted = LedgerFilter(**selection)
+        summed = LedgerCount()
+        for key, count in self._rows.items():
+            if wanted.matches(key):
+                summed.messages += count.messages
+                summed.bytes += count.bytes
+        return summed
 
     def bytes_by_round(self, *, phase: Phase = "train") -> dict[int, dict[Direction, int]]:
         """Bytes per round and direction for one phase, rounds in ascending order."""
@@ -145,37 +149,20 @@ class Ledger:
         temporary = path.with_name(path.name + ".tmp")
         with temporary.open("w", newline="") as handle:
             writer = csv.writer(handle)
-            writer.writerow(["round", "phase", "direction", "party", "kind", "messages", "bytes"])
-            for key, count in self.rows():
-                writer.writerow(
-                    [
-                        key.round,
-                        key.phase,
-                        key.direction,
-                        key.party,
-                        key.kind,
-                        count.messages,
-                        count.bytes,
-                    ]
-                )
+            writer.writerow(COLUMNS)
+            writer.writerows(self._flat_rows())
         os.replace(temporary, path)
 
     def state_dict(self) -> dict[str, list[list[int | str]]]:
         """A plain snapshot (lists of ints and strings) for checkpoints."""
-        return {
-            "rows": [
-                [
-                    key.round,
-                    key.phase,
-                    key.direction,
-                    key.party,
-                    key.kind,
-                    count.messages,
-                    count.bytes,
-                ]
-                for key, count in self.rows()
-            ]
-        }
+        return {"rows": self._flat_rows()}
+
+    def _flat_rows(self) -> list[list[int | str]]:
+        """Every row as its ``COLUMNS`` values, in ``rows`` order."""
+        return [
+            [key.round, key.phase, key.direction, key.party, key.kind, count.messages, count.bytes]
+            for key, count in self.rows()
+        ]
 
     def load_state_dict(self, state: dict[str, list[list[int | str]]]) -> None:
         """Replace the contents with a snapshot from ``state_dict``."""

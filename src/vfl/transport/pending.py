@@ -1,4 +1,7 @@
-"""The server's open requests: one record per message id, resolved by a reply or a failure."""
+"""The server's open requests: one record per message id, resolved by a reply or a failure.
+
+``unanswered`` and ``absent`` say why a request failed once its waits are used up.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,9 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from vfl.errors import WireError
+from vfl.transport.link import PartyUnavailableError, PartyUnresponsiveError
+from vfl.transport.retry import RetryPolicy
 from vfl.wire import Message
 
 
@@ -128,3 +134,36 @@ class PendingTable:
         with self.condition:
             for pending in pendings:
                 self._items.pop(pending.message_id, None)
+
+
+def unanswered(
+    pending: Pending, policy: RetryPolicy, away_s: float | None
+) -> WireError | PartyUnavailableError:
+    """Why ``pending`` failed after every attempt of ``policy`` (``away_s``: its party is away).
+
+    A party that only sent rejected frames, one that is not connected, and one that stayed
+    connected and silent (its process stuck) fail differently.
+    """
+    waited = f"within {policy.max_wait_s:g} s ({policy.attempts} attempts)"
+    what = type(pending.message).__name__
+    if pending.rejected:
+        return WireError(
+            f"party {pending.party} sent no valid reply to {what} {waited}; last rejected"
+            f" frame: {pending.rejected}"
+        )
+    if away_s is not None:
+        return PartyUnavailableError(
+            f"party {pending.party} did not answer {what} {waited}; it is not connected"
+        )
+    return PartyUnresponsiveError(
+        f"party {pending.party} did not answer {what} {waited} although it is connected"
+        " (is its process stuck?)"
+    )
+
+
+def absent(pending: Pending, policy: RetryPolicy) -> PartyUnavailableError:
+    """Why ``pending`` failed when its party stayed away past ``policy.reconnect_s``."""
+    return PartyUnavailableError(
+        f"party {pending.party} is disconnected and did not reconnect within"
+        f" {policy.reconnect_s:g} s to answer {type(pending.message).__name__}"
+    )

@@ -32,6 +32,8 @@ METADATA_INSTANCE = "vfl-instance"
 """Call metadata a party sends: its id, its token (if any) and a random id of its process."""
 METADATA_MODEL = "vfl-model"
 """A party started to predict also sends its model bundle's run fingerprint."""
+METADATA_ACCEPTED = "vfl-accepted"
+"""The server's initial metadata to a party it admitted (the party then counts as connected)."""
 
 RefusalCode = Literal["unauthenticated", "permission_denied", "already_connected"]
 

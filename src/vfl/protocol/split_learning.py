@@ -14,7 +14,6 @@ from collections.abc import Mapping
 
 import torch
 
-from vfl.compress.pipeline import REFRESH
 from vfl.protocol.loop import ServerLoop
 from vfl.wire import (
     Ack,
@@ -26,6 +25,7 @@ from vfl.wire import (
     Message,
     RefreshRequest,
 )
+from vfl.wire.seeds import SeedLabel
 
 
 class SplitLearning(ServerLoop):
@@ -85,7 +85,7 @@ class SplitLearning(ServerLoop):
         codec = self.options.links.gradient
         if codec is None:
             return GradRequest(round=round_, grad=grad)
-        seed = self.options.seeds.for_message("gradient", round_, party)
+        seed = self.options.seeds.for_message(SeedLabel.GRADIENT, round_, party)
         payload = codec.encode(grad, seed=seed, round_=round_)
         return CompressedGradRequest(round=round_, payload=payload)
 
@@ -93,14 +93,14 @@ class SplitLearning(ServerLoop):
 class SequentialSplitLearning(SplitLearning):
     """FedBCD-s with labels private to the server: parties update one after another.
 
-    Liu et al.'s Algorithm 3 is ambiguous about when embeddings are exchanged (spec
-    fedbcd-lvfl.md section 1.3). Our reading, per round on batch S: every party uploads its
-    embedding of S; then, party by party in id order, the server computes that party's
-    d loss / d H from the freshest embeddings it holds, the party takes its Q steps, and re-sends
-    its updated embedding of S (the paper's Exchange({k, K})), so later parties and the server
-    see its update; the server (party K, the label holder) takes its Q steps last. With an active
-    party, party K's block is that party's bottom and the head: it takes its exact steps last, on
-    the freshest embeddings of the others.
+    Liu et al.'s Algorithm 3 (FedBCD, "A Communication-Efficient Collaborative Learning Framework
+    for Distributed Features", Section 5) is ambiguous about when embeddings are exchanged. Our
+    reading, per round on batch S: every party uploads its embedding of S; then, party by party in
+    id order, the server computes that party's d loss / d H from the freshest embeddings it holds,
+    the party takes its Q steps, and re-sends its updated embedding of S (the paper's
+    Exchange({k, K})), so later parties and the server see its update; the server (party K, the
+    label holder) takes its Q steps last. With an active party, party K's block is that party's
+    bottom and the head: it takes its exact steps last, on the freshest embeddings of the others.
     """
 
     name = "sequential"
@@ -119,7 +119,7 @@ class SequentialSplitLearning(SplitLearning):
             refreshed = self.ask(
                 {party: RefreshRequest(round=r)}, (EmbedReply, CompressedEmbedReply), "train"
             )
-            view.update(self.decode_embeddings(refreshed, len(ids), REFRESH))
+            view.update(self.decode_embeddings(refreshed, len(ids), SeedLabel.REFRESH))
         if not active:
             loss, _ = self.server.train_step(ids, view, self.options.steps)
             return loss
