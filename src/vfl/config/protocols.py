@@ -72,11 +72,11 @@ def unregister_protocol(name: str) -> None:
     PROTOCOLS.remove(name)
 
 
-register_protocol(ProtocolEntry("split", f"{PROTOCOL_MODULE}.split:SplitLearning"))
+register_protocol(ProtocolEntry("split", f"{PROTOCOL_MODULE}.split_learning:SplitLearning"))
 register_protocol(
     ProtocolEntry(
         "sequential",
-        f"{PROTOCOL_MODULE}.split:SequentialSplitLearning",
+        f"{PROTOCOL_MODULE}.split_learning:SequentialSplitLearning",
         schedule="sequential",
     )
 )
