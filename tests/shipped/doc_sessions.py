@@ -141,6 +141,10 @@ assert probabilities.shape == (100, len(classes)) == (100, 2)
 assert len(labels) == 100 and set(labels) <= set(classes)
 assert len(model.predict(list(data.test_blocks)).labels) == len(data.test_blocks[0])
 """
+PRUNING_CHECKS = """
+assert [layer.out_features for layer in model if hasattr(layer, "out_features")] == [32, 16]
+assert [p.shape[0] for p in optimizer.param_groups[0]["params"]] == [32, 32, 16, 16]
+"""
 SWEEP_PYTHON_CHECKS = """
 if __name__ == "__main__":
     assert result.states["lr=0.001,batch_size=128__seed0"] == "new"
@@ -177,6 +181,15 @@ FAST = (
                 checks=COMPRESSION_CHECKS,
             ),
             Step("docs/privacy.md", "", python=("B, P, M = 128, 16, 4",), checks=PBM_CHECKS),
+            Step(
+                "docs/pruning.md",
+                "",
+                python=(
+                    "model = torch.nn.Sequential(torch.nn.Linear(20, 64), torch.nn.ReLU(),"
+                    " torch.nn.Linear(64, 16))",
+                ),
+                checks=PRUNING_CHECKS,
+            ),
         ),
     ),
     Session(
