@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vfl.data import fetch_dataset, list_datasets, load_dataset, sources
+from vfl.data import fetch_dataset, list_datasets, load_dataset, raw_label, sources
 from vfl.data.fetch import data_dir
 from vfl.errors import DataError
 
@@ -293,3 +293,16 @@ def test_load_dataset_passes_options_and_rejects_unknown_ones() -> None:
         load_dataset("default-credit", shuffle=True)
     with pytest.raises(DataError, match="valid options: none"):
         load_dataset("mnist", seed=1)
+
+
+def test_a_registered_table_names_the_label_column_of_its_raw_rows() -> None:
+    # Execute
+    labels = {name: raw_label(name) for name in ("adult", "default-credit", "mnist", "no-such")}
+
+    # Assert: what vfl predict --data scores against; images and unknown names have none
+    assert labels == {
+        "adult": "income",
+        "default-credit": "default.payment.next.month",
+        "mnist": "",
+        "no-such": "",
+    }

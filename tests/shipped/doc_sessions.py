@@ -135,6 +135,7 @@ assert estimate.dtype == torch.float32 and estimate.shape == (B, P)
 assert 0 < epsilon < float("inf")
 """
 PREDICT_CHECKS = """
+assert predictions.metrics is not None and 0.5 < predictions.metrics["accuracy"] <= 1
 assert list(predictions.to_frame().columns)[:1] == ["id"]
 classes = list(vfl.load_model("runs/adult").classes)
 assert probabilities.shape == (100, len(classes)) == (100, 2)

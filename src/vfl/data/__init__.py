@@ -17,6 +17,7 @@ from vfl.data.registry import (
     fetch_dataset,
     list_datasets,
     load_dataset,
+    raw_label,
     register_dataset,
 )
 from vfl.data.table import load_table
@@ -39,6 +40,7 @@ __all__ = [
     "load_fashion_mnist",
     "load_mnist",
     "load_table",
+    "raw_label",
     "read_idx",
     "register_dataset",
     "write_idx",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from vfl.data import sources
-from vfl.data.adult import ADULT_FILES, load_adult
-from vfl.data.credit import CREDIT_FILE, load_default_credit
+from vfl.data.adult import ADULT_FILES, ADULT_LABEL, load_adult
+from vfl.data.credit import CREDIT_FILE, CREDIT_LABEL, load_default_credit
 from vfl.data.images import (
     CIFAR10_FILES,
     CIFAR10_FOLDER,
@@ -50,6 +50,7 @@ for _builtin in (
         fetcher=sources.fetch_adult,
         files=tuple((name,) for name in ADULT_FILES),
         by_hand="the UCI files adult.data and adult.test",
+        label=ADULT_LABEL,
     ),
     DatasetEntry(
         name="cifar10",
@@ -75,6 +76,7 @@ for _builtin in (
         options=("test_fraction", "seed", "bad_numbers"),
         settings=("test_fraction", "bad_numbers"),
         one_file=True,
+        label=CREDIT_LABEL,
     ),
 ):
     register_dataset(_builtin)

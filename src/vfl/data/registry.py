@@ -61,6 +61,8 @@ class DatasetEntry:
         options: The loader's keyword options.
         settings: The ``[data]`` keys passed on as options (``vfl.data.configured``).
         one_file: The loader also takes its one data file, under any name.
+        label: The label column of its raw table rows (what ``vfl predict --data`` scores
+            against, when a table holds it); empty for images.
     """
 
     name: str
@@ -74,6 +76,7 @@ class DatasetEntry:
     options: tuple[str, ...] = ()
     settings: tuple[str, ...] = ()
     one_file: bool = False
+    label: str = ""
 
     def present(self, folder: Path) -> bool:
         """Whether every file it needs is in ``folder``."""
@@ -212,6 +215,12 @@ def load_dataset(name: str, *, root: Path | str | None = None, **options: Any) -
 def dataset_names() -> tuple[str, ...]:
     """The registered names, in the order ``vfl data list`` shows them."""
     return DATASETS.names()
+
+
+def raw_label(name: str) -> str:
+    """The label column of registered data set ``name``'s raw rows ("" if unknown or none)."""
+    entry = DATASETS.get(name)
+    return entry.label if entry is not None else ""
 
 
 def settings_read(name: str) -> tuple[str, ...]:

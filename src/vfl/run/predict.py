@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from vfl.config import RunConfig
+from vfl.data import raw_label
 from vfl.errors import ConfigError, DataError
 from vfl.protocol.loop import ServerLoop
 from vfl.results.metrics import Task, evaluate_logits
@@ -210,7 +211,8 @@ class Model:
         What ``vfl predict --data FILE`` reads from a file.
 
         IDs come from ``id_column`` (by default the run's ``data.id_column`` when the frame has
-        it, else row numbers); labels from the run's label column, when the frame has it.
+        it, else row numbers); labels from the run's label column (``data.label``, or a
+        registered data set's, such as Adult's ``income``), when the frame has it.
 
         Raises:
             DataError: naming the column or label that does not fit the model.
@@ -224,7 +226,7 @@ class Model:
                 f"{where} has no ID column {column!r}; its columns: {list(frame.columns)}"
             )
         ids = frame[column].to_numpy() if column else np.arange(len(frame))
-        label = config.data.label
+        label = config.data.label or raw_label(config.data.name)
         labels = None
         if label and label in frame:
             labels = label_indices(
