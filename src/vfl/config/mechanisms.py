@@ -67,6 +67,12 @@ def register_mechanism(entry: MechanismEntry) -> MechanismEntry:
     return MECHANISMS.register(entry.name, entry)
 
 
+def draws_with_a_sampler(mechanism: str) -> bool:
+    """Whether ``mechanism`` draws its noise with ``privacy.sampler`` (PBM's counts)."""
+    entry = MECHANISMS.get(mechanism)
+    return entry is not None and "sampler" in entry.reads
+
+
 def unregister_mechanism(name: str) -> None:
     """Take a mechanism out of the registry again (a test's own, after the test)."""
     MECHANISMS.remove(name)

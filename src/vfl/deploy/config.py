@@ -25,6 +25,7 @@ from vfl.config.io import (
     read_toml,
     with_paths_resolved,
 )
+from vfl.config.mechanisms import draws_with_a_sampler
 from vfl.config.section import Section, rule
 from vfl.deploy.party_config import PARTY_ID, check_address
 from vfl.deploy.party_config import PartyConfig as PartyConfig
@@ -207,7 +208,7 @@ def check_deployable(config: RunConfig, deployment: DeploymentConfig) -> None:
             " train.seed, so it could regenerate every party's noise; use 'auto' or 'os'",
         ),
         (
-            config.privacy.mechanism == "pbm" and config.privacy.sampler != "chacha",
+            draws_with_a_sampler(config.privacy.mechanism) and config.privacy.sampler != "chacha",
             f"privacy.sampler = {config.privacy.sampler!r} is refused in a deployment: only"
             " 'chacha' draws the noise from a cryptographic generator (the 'torch' sampler"
             " exists to repeat old simulation runs)",

@@ -22,6 +22,7 @@ import torch
 
 from vfl.config import RunConfig
 from vfl.config.io import from_mapping
+from vfl.config.mechanisms import draws_with_a_sampler
 from vfl.data.encoding import TableEncoder
 from vfl.deploy.audit import audited
 from vfl.deploy.data import HolderSplit, fit_features, load_party_tables
@@ -128,7 +129,7 @@ class PartyRuntime:
                 " its noise from train.seed, a value the server chose"
             )
         self.releases.check_run(config)
-        if config.privacy.mechanism == "pbm" and config.privacy.sampler != "chacha":
+        if draws_with_a_sampler(config.privacy.mechanism) and config.privacy.sampler != "chacha":
             raise ProtocolError(
                 f"party {self.party_id} refuses the run: privacy.sampler ="
                 f" {config.privacy.sampler!r} is not a cryptographic generator; a deployment"

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vfl.config import RunConfig
+from vfl.config.mechanisms import MECHANISMS
 from vfl.deploy.alignment import Alignment
 from vfl.deploy.data import id_bytes
 from vfl.deploy.party_config import PartyPrivacyConfig
@@ -70,10 +71,11 @@ class PartyReleases:
         Raises:
             ProtocolError: naming the budget and the run's mechanism.
         """
-        if config.privacy.mechanism != "pbm" and self.settings.max_epsilon:
+        if not MECHANISMS[config.privacy.mechanism].noises and self.settings.max_epsilon:
+            noising = " or ".join(repr(name) for name, e in MECHANISMS.items() if e.noises)
             raise ProtocolError(
                 f"party {self.party_id} refuses the run: its privacy.max_epsilon ="
-                f" {self.settings.max_epsilon:g} needs privacy.mechanism = 'pbm', and this run"
+                f" {self.settings.max_epsilon:g} needs privacy.mechanism = {noising}, and this run"
                 f" has {config.privacy.mechanism!r} (its embeddings would leave without noise)"
             )
 
