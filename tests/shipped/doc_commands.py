@@ -59,22 +59,30 @@ def documents() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
-def commands_in(path: Path, *, root: Path = ROOT) -> list[DocCommand]:
-    """Every command of ``path``'s shell blocks, in order (``doc`` relative to ``root``)."""
-    doc = str(path.relative_to(root))
-    found: list[DocCommand] = []
+def fenced_blocks(path: Path) -> Iterator[tuple[str, list[tuple[int, str]]]]:
+    """Each fenced block of ``path``: its language and its numbered lines, fence indent cut."""
     block: list[tuple[int, str]] = []
-    inside, shell, indent = False, False, ""
+    inside, language, indent = False, "", ""
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         fence = FENCE.match(line)
         if fence and not inside:
-            inside, shell, indent, block = True, fence.group(2) in SHELL_LANGUAGES, fence[1], []
+            inside, language, indent, block = True, fence.group(2), fence[1], []
         elif fence:
-            found += _commands(doc, block) if shell else []
+            yield language, block
             inside = False
         elif inside:
             block.append((number, line.removeprefix(indent)))
-    return found
+
+
+def commands_in(path: Path, *, root: Path = ROOT) -> list[DocCommand]:
+    """Every command of ``path``'s shell blocks, in order (``doc`` relative to ``root``)."""
+    doc = str(path.relative_to(root))
+    return [
+        command
+        for language, block in fenced_blocks(path)
+        if language in SHELL_LANGUAGES
+        for command in _commands(doc, block)
+    ]
 
 
 @dataclass(frozen=True)
@@ -90,19 +98,11 @@ class DocBlock:
 def python_blocks_in(path: Path, *, root: Path = ROOT) -> list[DocBlock]:
     """Every ``python`` block of ``path``, in order (``doc`` relative to ``root``)."""
     doc = str(path.relative_to(root))
-    found: list[DocBlock] = []
-    block: list[tuple[int, str]] = []
-    inside, python, indent = False, False, ""
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        fence = FENCE.match(line)
-        if fence and not inside:
-            inside, python, indent, block = True, fence.group(2) in PYTHON_LANGUAGES, fence[1], []
-        elif fence:
-            found += [_python_block(doc, block)] if python and block else []
-            inside = False
-        elif inside:
-            block.append((number, line.removeprefix(indent)))
-    return found
+    return [
+        _python_block(doc, block)
+        for language, block in fenced_blocks(path)
+        if language in PYTHON_LANGUAGES and block
+    ]
 
 
 def _python_block(doc: str, lines: list[tuple[int, str]]) -> DocBlock:
