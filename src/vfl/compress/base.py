@@ -8,7 +8,7 @@ carries no schema; ``docs/compression.md`` gives every layout byte by byte.
 
 Inputs are converted to float32 first; error bounds are stated against that float32 tensor, as
 the squared Frobenius norm of ``decompress(compress(x)) - x``: the per-message compression error
-``ℰ_m`` of C-VFL [ICML] Definition 4.1 (spec ``cvfl.md`` section 5.2).
+``ℰ_m`` of C-VFL [ICML] Definition 4.1.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ class Compressor(ABC):
 
     @abstractmethod
     def paper_bits(self, shape: Sequence[int]) -> int:
-        """The paper's nominal accounting (spec ``cvfl.md`` section 3.5): a cross-check only.
+        """The paper's nominal accounting (C-VFL [ICML] section 4): a cross-check only.
 
         b bits per component, no headers, and for top-k the kept values only (indices free).
         Never the payload size; that is ``message_bits``.

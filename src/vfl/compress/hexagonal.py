@@ -1,11 +1,11 @@
 """Geometry of the 2-D hexagonal lattice A2 and the finite codebook of the lattice quantizer.
 
-Notation (C-VFL [ICML] Appendix B; spec ``cvfl.md`` section 3.2): the lattice ``δ·A2`` has the
-basis ``g1 = δ(1, 0)`` and ``g2 = δ(1/2, √3/2)``; its points are ``i·g1 + j·g2`` for integers
-``(i, j)``. Its Voronoi cell ``V0`` is a regular hexagon with inradius ``δ/2``, circumradius
-``R = δ/√3`` (the covering radius) and area ``V = (√3/2)·δ²``. The normalized second moment is
-``G(A2) = 5/(36√3)``, so a dithered A2 quantizer has mean squared error ``G·V`` per component
-(Zamir & Feder 1996).
+Notation (C-VFL [ICML] Appendix B; docs/compression.md, the lattice codebook): the lattice
+``δ·A2`` has the basis ``g1 = δ(1, 0)`` and ``g2 = δ(1/2, √3/2)``; its points are ``i·g1 +
+j·g2`` for integers ``(i, j)``. Its Voronoi cell ``V0`` is a regular hexagon with inradius
+``δ/2``, circumradius ``R = δ/√3`` (the covering radius) and area ``V = (√3/2)·δ²``. The
+normalized second moment is ``G(A2) = 5/(36√3)``, so a dithered A2 quantizer has mean squared
+error ``G·V`` per component (Zamir & Feder 1996).
 
 The codebook of ``4**bits`` codewords for pairs scaled to the unit square ``S = [0, 1]²`` is
 built by ``hexagonal_codebook``; ``docs/compression.md`` explains the construction.

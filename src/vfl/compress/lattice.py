@@ -1,9 +1,9 @@
 """2-D hexagonal (A2) lattice vector quantizer with subtractive dither.
 
-C-VFL [ICML] Appendix B and spec ``cvfl.md`` section 3.2: components are taken in consecutive
-pairs, each pair is scaled to the unit square and quantized to the nearest of ``2**(2b)``
-codewords (``b`` bits per component), with a dither uniform over the hexagonal cell that the
-receiver subtracts (UVeQFed, Shlezinger et al. 2021). The codebook is
+C-VFL [ICML] Appendix B (docs/compression.md, the lattice codebook): components are taken in
+consecutive pairs, each pair is scaled to the unit square and quantized to the nearest of
+``2**(2b)`` codewords (``b`` bits per component), with a dither uniform over the hexagonal cell
+that the receiver subtracts (UVeQFed, Shlezinger et al. 2021). The codebook is
 ``vfl.compress.hexagonal.hexagonal_codebook(b)``; ``docs/compression.md`` explains it.
 
 Pairs are consecutive components of the row-major flattened tensor, so a ``(B, P)`` batch with
@@ -90,7 +90,7 @@ class LatticeQuantizer(Quantizer):
         return self.header_bits + _pairs(math.prod(check_shape(shape))) * 2 * self.bits
 
     def paper_bits(self, shape: Sequence[int]) -> int:
-        """``b`` bits per component, no header, no padding (spec ``cvfl.md`` section 3.5)."""
+        """``b`` bits per component, no header, no padding (docs/compression.md, byte layouts)."""
         return math.prod(check_shape(shape)) * self.bits
 
     def error_bound(self, x: torch.Tensor, *, scores: torch.Tensor | None = None) -> float:

@@ -1,6 +1,6 @@
 """Uniform scalar quantizer with ``2**b`` levels and subtractive dither.
 
-C-VFL [ICML] Appendix B and spec ``cvfl.md`` section 3.1. Levels sit at ``low + k·Δ`` for
+C-VFL [ICML] Appendix B (the layout in docs/compression.md). Levels sit at ``low + k·Δ`` for
 ``k = 0 .. L-1`` with ``L = 2**b`` and ``Δ = (high - low) / (L - 1)``: the range's ends are levels
 (the paper leaves placement UNSPECIFIED; this is the authors' code's choice). The sender adds a
 dither ``u ~ U[-Δ/2, Δ/2)`` drawn from ``seed``, rounds to the nearest level and sends its index
@@ -74,7 +74,7 @@ class ScalarQuantizer(Quantizer):
         return self.header_bits + math.prod(check_shape(shape)) * self.bits
 
     def paper_bits(self, shape: Sequence[int]) -> int:
-        """``b`` bits per component, no header (spec ``cvfl.md`` section 3.5)."""
+        """``b`` bits per component, no header (docs/compression.md, byte layouts)."""
         return math.prod(check_shape(shape)) * self.bits
 
     def error_bound(self, x: torch.Tensor, *, scores: torch.Tensor | None = None) -> float:

@@ -1,6 +1,7 @@
 """LVFL communication lightweighting: zero the smallest-magnitude fraction of each upload.
 
-LVFL (spec ``fedbcd-lvfl.md`` section 2.2; paper section IV, "Embedding Lightweighting"): party
+LVFL (Wang et al., "Computation and Communication Efficient Lightweighting Vertical
+Federated Learning", section IV, "Embedding Lightweighting"): party
 ``k`` sends its round-``t`` embedding with a fraction ``β_k^t`` of its entries zeroed,
 unstructured over the whole ``(B, P)`` upload, smallest magnitudes first. Of ``n = B·P`` entries
 exactly ``n - floor(β·n)`` are kept (``kept_entries``).

@@ -1,6 +1,6 @@
 """Top-k sparsification: send ``k`` of the ``P`` components of each embedding, zero the rest.
 
-C-VFL [ICML] Appendix B and spec ``cvfl.md`` section 3.3 (after Lin et al. 2018). By default
+C-VFL [ICML] Appendix B (after Lin et al. 2018; the layout in docs/compression.md). By default
 ``k = ceil(P·b/32)``, so the kept float32 values weigh about ``b`` bits per component; ``k`` or a
 ``ratio`` can be set instead. The selection key is the magnitude of ``x`` or, as in the paper, the
 magnitude of ``scores`` (the previous step's gradient with respect to the embedding).

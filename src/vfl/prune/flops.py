@@ -1,6 +1,6 @@
 """FLOPs per sample and parameter counts of a bottom model, from its layers and an input shape.
 
-Conventions (LVFL leaves "computation" unmeasured, spec ``fedbcd-lvfl.md`` section 2.3):
+Conventions (LVFL leaves "computation" unmeasured; docs/pruning.md):
 
 - one multiply-add is **2 FLOPs**; a bias add is 1 FLOP per output value. A ``Linear`` with
   ``n_in`` inputs and ``n_out`` outputs costs ``2·n_in·n_out + n_out`` per position; a ``Conv2d``

@@ -1,6 +1,7 @@
 """A party's LVFL state: its ratio schedules, progressive pruning, and per-round compute records.
 
-LVFL (spec ``fedbcd-lvfl.md`` sections 2 and 3): at the start of round ``t`` party ``k`` prunes its
+LVFL (Wang et al., "Computation and Communication Efficient Lightweighting Vertical
+Federated Learning", sections IV and V): at the start of round ``t`` party ``k`` prunes its
 bottom model to ``α_k^t`` when that exceeds every earlier ratio (``vfl.prune``), and zeroes the
 fraction ``β_k^t`` of its upload (``vfl.compress.sparsify``, applied by the party's uplink codec).
 Every round it records what its model cost: parameters, forward FLOPs per sample, training FLOPs

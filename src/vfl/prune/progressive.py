@@ -1,6 +1,7 @@
 """Progressive structured pruning: prune further only when the ratio exceeds its running maximum.
 
-LVFL (spec ``fedbcd-lvfl.md`` section 2.3; paper section IV): with
+LVFL (Wang et al., "Computation and Communication Efficient Lightweighting Vertical
+Federated Learning", section IV, "Feature Model Lightweighting"): with
 ``α_k^{t-} = max{α_k^1, …, α_k^{t-1}}``, a party prunes at the start of round ``t`` only if
 ``α_k^t > α_k^{t-}``, "to meet the required lightweighting ratio for the current round"; when
 ``α_k^t ≤ α_k^{t-}`` nothing changes. Removed units never come back.

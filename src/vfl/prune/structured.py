@@ -1,6 +1,7 @@
 """Structured pruning of a bottom model: rank filters and neurons by L1 norm, rebuild the layers.
 
-LVFL (spec ``fedbcd-lvfl.md`` section 2.3; paper section IV, "Feature Model Lightweighting")
+LVFL (Wang et al., "Computation and Communication Efficient Lightweighting Vertical
+Federated Learning", section IV, "Feature Model Lightweighting")
 prunes each party's feature model with one ratio ``α`` in every layer, ranking "filters or
 neurons" by an L1 importance score, following Li et al., "Pruning filters for efficient
 ConvNets" (ICLR 2017), section 3.1. Here:

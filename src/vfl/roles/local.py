@@ -4,8 +4,8 @@ FedBCD (Liu et al., Algorithm 2) and C-VFL (Castiglia et al., Algorithm 1) both 
 take Q steps on the round's mini-batch with stale information from the other roles:
 
 - ``gradient_steps``: labels private to the server. The party holds d loss / d H from the
-  exchange and back-propagates it through its *current* model at every step (spec
-  fedbcd-lvfl.md section 1.4, the default choice: labels never leave the server).
+  exchange and back-propagates it through its *current* model at every step (the
+  default choice: labels never leave the server).
 - ``view_steps``: labels shared (C-VFL Algorithm 1, or FedBCD's exact partial gradient at the
   stale point): the party holds the other parties' stale compressed embeddings and a stale copy
   of the server model, recomputes its own embedding, and descends the real loss.
@@ -193,7 +193,7 @@ def block_steps(
 
     FedBCD's party K holds the labels, a feature block and the top of the model; its Q local
     steps are exact partial gradients at ``[stale others, its current block]`` (Liu et al.,
-    Algorithm 2; spec fedbcd-lvfl.md sections 1.1 and 1.4): every step recomputes its own
+    Algorithm 2): every step recomputes its own
     embedding with its current bottom, fuses it with the other parties' embeddings from the
     round's exchange (``view``, ``None`` in its own place) in its current head, and descends the
     real loss in both. The proximal term (``proximal_mu``) anchors both at the round's start.
