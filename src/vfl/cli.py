@@ -305,7 +305,7 @@ class _Notice(logging.Formatter):
 def _clean_log_lines() -> None:
     """Warnings that vfl logs, as one line each (``vfl: warning: ...``), on standard error.
 
-    The deployment commands log with times and module names instead (``vfl.deploy.cli``).
+    The deployment commands log with times and module names instead (``vfl.deploy.commands``).
     """
     if not logging.getLogger().handlers:
         handler = logging.StreamHandler(sys.stderr)

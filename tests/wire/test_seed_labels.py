@@ -15,14 +15,13 @@ import pytest
 import torch
 
 from tests.conftest import make_vertical_data
-from vfl.compress import pipeline
 from vfl.compress.links import CompressorCodec
 from vfl.compress.pipeline import MessageSeeds
 from vfl.config import load_config
 from vfl.protocol.loop import ServerLoop
 from vfl.run.compose import build_session
-from vfl.wire import SPLIT_TEST, EvalRequest, Message
-from vfl.wire.seeds import SeedLabel, evaluation_label, is_seed_label
+from vfl.wire import SPLIT_TEST, Message
+from vfl.wire.seeds import SeedLabel, is_seed_label
 
 LATTICE = (
     "compress.embedding.name=lattice",
@@ -130,17 +129,6 @@ def test_a_label_one_end_misspells_is_caught(seeds: Seeds, monkeypatch: pytest.M
     # Assert: both checks see it
     assert not all(is_seed_label(label) for label in seeds.labels)
     assert not seeds.decoded <= seeds.encoded
-
-
-def test_evaluation_labels_match_the_party_side_derivation() -> None:
-    # Prepare
-    request = EvalRequest(round=3, ids=torch.tensor([17, 18, 19]), split=SPLIT_TEST)
-
-    # Execute / Assert: the server's label is the one the party's codec stage derives
-    assert evaluation_label(request.split, int(request.ids[0])) == pipeline.evaluation_purpose(
-        request
-    )
-    assert pipeline.REFRESH == SeedLabel.REFRESH
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The message pipeline stages shared by parties and the server: codecs and their seeds.
+"""The message stages shared by parties and the server: codecs and their seeds.
 
 A ``TensorCodec`` turns a tensor into the bytes of a message field and back; the compressors of
 ``vfl.compress`` are adapted to it. Both ends derive the same seed for every message (the run
@@ -13,26 +13,6 @@ from typing import Protocol
 import torch
 
 from vfl.seeding import derive_seed
-
-REFRESH = "embedding-refresh"
-"""Seed purpose of an embedding re-sent after a party's update (FedBCD-s)."""
-
-
-class _EvaluationChunk(Protocol):
-    @property
-    def ids(self) -> torch.Tensor: ...
-
-    @property
-    def split(self) -> int: ...
-
-
-def evaluation_purpose(request: _EvaluationChunk) -> str:
-    """Seed purpose of a compressed evaluation embedding: its split and first row.
-
-    An evaluation sends several chunks in one round; each gets its own dither this way, and both
-    ends know it from the request alone.
-    """
-    return f"evaluation-{request.split}-{int(request.ids[0])}"
 
 
 class TensorCodec(Protocol):
@@ -62,5 +42,5 @@ class MessageSeeds:
     run_seed: int
 
     def for_message(self, purpose: str, round_: int, party: int) -> int:
-        """The seed of one message: ``purpose`` is e.g. ``"embedding"`` or ``"gradient"``."""
+        """The seed of one message: ``purpose`` is its ``vfl.wire.seeds`` label."""
         return derive_seed(self.run_seed, "message", purpose, round_, party)

@@ -12,6 +12,7 @@ from vfl.errors import WireError
 from vfl.roles.party_options import PartyOptions
 from vfl.wire import CompressedGradRequest, GradRequest
 from vfl.wire.checks import all_finite, id_bounds
+from vfl.wire.seeds import SeedLabel
 
 
 def check_ids(ids: torch.Tensor, rows: int, party: int) -> torch.Tensor:
@@ -47,7 +48,7 @@ def received_grad(
     if isinstance(request, CompressedGradRequest):
         if options.gradient is None:
             raise WireError(f"party {party} expects uncompressed gradients")
-        seed = options.seeds.for_message("gradient", request.round, party)
+        seed = options.seeds.for_message(SeedLabel.GRADIENT, request.round, party)
         grad = options.gradient.decode(
             request.payload, shape=shape, seed=seed, round_=request.round
         )

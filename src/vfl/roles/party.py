@@ -21,7 +21,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from vfl.compress.pipeline import REFRESH, evaluation_purpose
 from vfl.data.dataset import check_finite
 from vfl.errors import DataError, ProtocolError, WireError
 from vfl.models.device import model_device
@@ -52,6 +51,7 @@ from vfl.wire import (
     Shutdown,
     ViewBroadcast,
 )
+from vfl.wire.seeds import SeedLabel, evaluation_label
 
 
 class Party(LabelSteps, PartyState):
@@ -156,7 +156,7 @@ class Party(LabelSteps, PartyState):
         self._batch = (request.round, ids)
         if self.options.privacy is not None:
             return self.options.privacy.train_reply(embedding.detach(), request.round, rows=ids)
-        return self._upload(embedding.detach(), request.round, "embedding")
+        return self._upload(embedding.detach(), request.round, SeedLabel.EMBEDDING)
 
     def _secure_sum_setup(self, message: SecAggSetup | PublicKeyDirectory) -> Message:
         privacy = self.options.privacy
@@ -189,7 +189,7 @@ class Party(LabelSteps, PartyState):
                 " update"
             )
         embedding = self.model(self._rows(SPLIT_TRAIN, self._batch[1]))
-        return self._upload(embedding, request.round, REFRESH)
+        return self._upload(embedding, request.round, SeedLabel.REFRESH)
 
     def _train_forward(self, ids: torch.Tensor) -> torch.Tensor:
         if not self.model.training:
@@ -265,7 +265,9 @@ class Party(LabelSteps, PartyState):
         if self.options.privacy is not None:
             return self.options.privacy.eval_reply(embedding, request.round, split=request.split)
         if self.options.compress_evaluation:
-            return self._upload(embedding, request.round, evaluation_purpose(request))
+            return self._upload(
+                embedding, request.round, evaluation_label(request.split, int(request.ids[0]))
+            )
         return EmbedReply(round=request.round, embedding=embedding)
 
     def _rows(self, split: int, ids: torch.Tensor) -> torch.Tensor:

@@ -20,6 +20,7 @@ from vfl.roles.party_options import PartyOptions
 from vfl.roles.pending import PendingRound
 from vfl.roles.shared import decode_view, load_vector
 from vfl.wire import SPLIT_TRAIN, Ack, ActiveBlockRequest, Message, ViewBroadcast
+from vfl.wire.seeds import SeedLabel
 
 
 class LabelSteps:
@@ -66,7 +67,7 @@ class LabelSteps:
                 shared, broadcast, self.options.seeds, batch=len(pending.ids), own=self.party_id
             )
         ]
-        seed = self.options.seeds.for_message("server_model", broadcast.round, 0)
+        seed = self.options.seeds.for_message(SeedLabel.SERVER_MODEL, broadcast.round, 0)
         load_vector(shared.head, shared.server_model, broadcast.server_model, seed, broadcast.round)
 
         def keep_scores(grad: torch.Tensor) -> None:

@@ -20,6 +20,7 @@ from vfl.compress.pipeline import MessageSeeds, TensorCodec
 from vfl.errors import WireError
 from vfl.results.metrics import Task
 from vfl.wire import ViewBroadcast
+from vfl.wire.seeds import SeedLabel
 
 
 @dataclass
@@ -83,7 +84,7 @@ def decode_view(
         if party == own:
             view.append(None)
             continue
-        seed = seeds.for_message("embedding", broadcast.round, party)
+        seed = seeds.for_message(SeedLabel.EMBEDDING, broadcast.round, party)
         view.append(
             shared.embeddings.decode(
                 payload, shape=(batch, width), seed=seed, round_=broadcast.round
