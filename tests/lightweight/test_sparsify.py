@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vfl.compress.links import CompressorCodec
+from vfl.compress.compressor_codec import CompressorCodec
 from vfl.compress.scalar import ScalarQuantizer
 from vfl.compress.sparsify import BITMAP, DENSE, INDICES, SparsifyingCodec, kept_entries
 from vfl.errors import ConfigError, WireError

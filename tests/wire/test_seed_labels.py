@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from tests.conftest import make_vertical_data
-from vfl.compress.links import CompressorCodec
-from vfl.compress.pipeline import MessageSeeds
+from vfl.compress.codec import MessageSeeds
+from vfl.compress.compressor_codec import CompressorCodec
 from vfl.config import load_config
 from vfl.protocol.loop import ServerLoop
 from vfl.run.compose import build_session

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from vfl.compress.pipeline import TensorCodec
+from vfl.compress.codec import TensorCodec
 from vfl.errors import ConfigError, WireError
 from vfl.wire.bitpack import pack_bits, packed_size, unpack_bits
 

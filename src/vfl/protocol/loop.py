@@ -121,7 +121,7 @@ class ServerLoop(LabelPrivacy, ABC):
     ) -> dict[int, torch.Tensor]:
         """The embeddings in the parties' replies, decompressed where they were compressed."""
         embeddings = {}
-        codec = self.options.links.embedding
+        codec = self.options.codecs.embedding
         for party, reply in replies.items():
             if isinstance(reply, EmbedReply) and codec is None:
                 embeddings[party] = reply.embedding
@@ -153,7 +153,7 @@ class ServerLoop(LabelPrivacy, ABC):
 
     def logits_for(self, ids: torch.Tensor, split: int) -> torch.Tensor:
         """The logits of the rows ``ids`` of ``split``: one evaluation request to every party."""
-        compressed = self.options.compress_evaluation and self.options.links.embedding is not None
+        compressed = self.options.compress_evaluation and self.options.codecs.embedding is not None
         expected = CompressedEmbedReply if compressed else EmbedReply
         request = EvalRequest(round=self.rounds, ids=ids, split=split)
         replies = self.ask(dict.fromkeys(self.server.party_ids, request), expected, "eval")

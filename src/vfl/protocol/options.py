@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vfl.compress.pipeline import MessageSeeds, TensorCodec
+from vfl.compress.codec import MessageSeeds, TensorCodec
 from vfl.models.optim import LearningRateSchedule
 from vfl.privacy.events import PbmEvent
 from vfl.privacy.gradient_noise import GradientNoise
@@ -13,7 +13,7 @@ from vfl.roles.local import LocalSteps
 
 
 @dataclass(frozen=True)
-class Links:
+class Codecs:
     """The codec of each compressed tensor; ``None`` sends float32 tensors as they are.
 
     Attributes:
@@ -48,7 +48,7 @@ class LoopOptions:
 
     Attributes:
         steps: Q and the proximal weight for the server's own steps.
-        links: The codecs.
+        codecs: The codec of each compressed tensor.
         seeds: Per-message seeds shared with the parties.
         learning_rate: Per-round learning rate, or ``None`` to keep the optimizer's.
         privacy: The private-aggregation stage (VFL-PBM), or ``None``.
@@ -63,7 +63,7 @@ class LoopOptions:
     """
 
     steps: LocalSteps = field(default_factory=LocalSteps)
-    links: Links = field(default_factory=Links)
+    codecs: Codecs = field(default_factory=Codecs)
     seeds: MessageSeeds = field(default_factory=lambda: MessageSeeds(0))
     learning_rate: LearningRateSchedule | None = None
     privacy: ServerPrivacy | None = None

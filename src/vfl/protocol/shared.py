@@ -28,8 +28,8 @@ class SharedLabelsTraining(ServerLoop):
 
     def exchange(self, ids: torch.Tensor) -> float:
         """One round: uploads, the broadcast of the stale view, Q steps everywhere."""
-        links = self.options.links
-        if links.embedding is None or links.server_model is None:
+        codecs = self.options.codecs
+        if codecs.embedding is None or codecs.server_model is None:
             raise ConfigError("shared labels need an embedding codec and a server-model codec")
         r = self.rounds
         parties = self.server.party_ids
@@ -38,7 +38,7 @@ class SharedLabelsTraining(ServerLoop):
         seed = self.options.seeds.for_message(SeedLabel.SERVER_MODEL, r, 0)
         vector = self.server.parameter_vector()
         model_payload = (
-            b"" if vector.numel() == 0 else links.server_model.encode(vector, seed=seed, round_=r)
+            b"" if vector.numel() == 0 else codecs.server_model.encode(vector, seed=seed, round_=r)
         )  # a head without parameters (top = "none") has no model to send
         broadcast = ViewBroadcast(
             round=r,

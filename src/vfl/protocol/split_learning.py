@@ -82,7 +82,7 @@ class SplitLearning(ServerLoop):
         codec and wire work on that copy.
         """
         grad = grad.cpu()
-        codec = self.options.links.gradient
+        codec = self.options.codecs.gradient
         if codec is None:
             return GradRequest(round=round_, grad=grad)
         seed = self.options.seeds.for_message(SeedLabel.GRADIENT, round_, party)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vfl.compress.pipeline import MessageSeeds, TensorCodec
+from vfl.compress.codec import MessageSeeds, TensorCodec
 from vfl.models.optim import LearningRateSchedule
 from vfl.privacy.secure_sum import PartySecureSum
 from vfl.prune.lightweight import Lightweighting

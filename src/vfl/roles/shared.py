@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from vfl.compress.pipeline import MessageSeeds, TensorCodec
+from vfl.compress.codec import MessageSeeds, TensorCodec
 from vfl.errors import WireError
 from vfl.results.metrics import Task
 from vfl.wire import ViewBroadcast

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from vfl.compress.pipeline import MessageSeeds
+from vfl.compress.codec import MessageSeeds
 from vfl.config import RunConfig
 from vfl.data.vertical import VerticalData
 from vfl.errors import ConfigError
@@ -93,7 +93,7 @@ def build_party(
     options = PartyOptions(
         steps=stages.local_steps(config),
         uplink=stages.uplink(config, party),
-        gradient=stages.links(config).gradient,
+        gradient=stages.codecs(config).gradient,
         seeds=MessageSeeds(config.train.seed),
         learning_rate=stages.learning_rate(config, len(train_block)),
         privacy=privacy_stages.party_privacy(config, party, deployed=blueprint.deployed),
@@ -123,16 +123,16 @@ def _shared_labels(
             "protocol.labels = 'shared': a party needs the training labels and every party's"
             " embedding width"
         )
-    links = stages.links(blueprint.config)
-    assert links.embedding is not None and links.server_model is not None  # shared-label links
+    codecs = stages.codecs(blueprint.config)
+    assert codecs.embedding is not None and codecs.server_model is not None  # shared-label codecs
     ordered = dict(sorted(widths.items()))
     return SharedLabels(
         labels=labels,
         task=task,
         head=blueprint.models.head_replica(list(ordered.values()), task),
         widths=ordered,
-        embeddings=links.embedding,
-        server_model=links.server_model,
+        embeddings=codecs.embedding,
+        server_model=codecs.server_model,
     )
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from vfl.compress.pipeline import MessageSeeds, TensorCodec
+from vfl.compress.codec import MessageSeeds, TensorCodec
 from vfl.protocol.loop import ServerLoop
 from vfl.protocol.private_sum import PrivateSumTraining
 from vfl.roles.party import Party

@@ -10,16 +10,16 @@ from __future__ import annotations
 import torch
 
 from vfl.compress.base import Compressor
+from vfl.compress.codec import MessageSeeds, TensorCodec
+from vfl.compress.compressor_codec import CompressorCodec
 from vfl.compress.identity import Identity
-from vfl.compress.links import CompressorCodec
-from vfl.compress.pipeline import MessageSeeds, TensorCodec
 from vfl.compress.registry import COMPRESSORS, make_compressor, parameters
 from vfl.compress.sparsify import SparsifyingCodec
 from vfl.config import CompressorConfig, RunConfig
 from vfl.config.buildable import NO_COMPRESSOR, compressor_parameters
 from vfl.config.protocols import chosen_protocol
 from vfl.models.optim import LearningRateSchedule
-from vfl.protocol.options import Links, LoopOptions, ServerPrivacy
+from vfl.protocol.options import Codecs, LoopOptions, ServerPrivacy
 from vfl.protocol.sampler import BatchSampler
 from vfl.prune.lightweight import Lightweighting
 from vfl.roles.local import LocalSteps
@@ -68,7 +68,7 @@ def nominal_bits(config: CompressorConfig) -> int:
     return 32 if is_plain(config) else config.bits
 
 
-def links(config: RunConfig) -> Links:
+def codecs(config: RunConfig) -> Codecs:
     """The codecs of every link, as the protocol loop needs them.
 
     With shared labels the view always travels as compressed payloads (identity when no
@@ -77,7 +77,7 @@ def links(config: RunConfig) -> Links:
     """
     compress = config.compress
     if config.protocol.labels == "private":
-        return Links(
+        return Codecs(
             embedding=_sparse_decoder(config, codec(compress.embedding)),
             gradient=codec(compress.gradient),
         )
@@ -85,7 +85,7 @@ def links(config: RunConfig) -> Links:
     server_model = (
         compress.server_model if compress.server_model.name != NO_COMPRESSOR else embedding
     )
-    return Links(
+    return Codecs(
         embedding=_sparse_decoder(config, codec(embedding)), server_model=codec(server_model)
     )
 
@@ -185,7 +185,7 @@ def loop_options(
     """The server loop's local steps, link codecs, message seeds and learning rates."""
     return LoopOptions(
         steps=local_steps(config),
-        links=links(config),
+        codecs=codecs(config),
         seeds=MessageSeeds(config.train.seed),
         learning_rate=learning_rate(config, num_train),
         privacy=privacy,

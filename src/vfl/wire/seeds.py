@@ -1,7 +1,7 @@
 """Seed labels: what a compressed payload holds, named once for its sender and its receiver.
 
 A codec's dither is drawn from a seed both ends of a message derive alike, from the run seed,
-this label, the round and the party (``vfl.compress.pipeline.MessageSeeds``), so subtractive
+this label, the round and the party (``vfl.compress.codec.MessageSeeds``), so subtractive
 dither costs no bytes. Both ends name the label through these constants: a misspelt constant
 is an ``AttributeError``, where a misspelt string would silently give each end its own dither.
 """
