@@ -10,7 +10,7 @@ Cheng et al. 2019, Algorithms 1 and 2).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -202,7 +202,7 @@ class ActiveBooster:
 
     def _decrypt(
         self,
-        replies: dict[int, object],
+        replies: Mapping[int, object],
         frontier: list[OpenNode],
         scale: fp.GradientScale,
         h: Floats,
@@ -232,11 +232,12 @@ class ActiveBooster:
         plain = self.pool.decrypt([c for _, _, cs in batches for c in cs])
         report.ciphertexts_up += len(plain)
         totals = {n.node: int(scale.to_integers(h[n.rows]).sum()) for n in frontier}
-        histograms, start = {}, 0
+        histograms: dict[tuple[int, int], Histogram] = {}
+        start = 0
         for party, node, ciphertexts in batches:
-            values = plain[start : start + len(ciphertexts)]
+            plaintexts = plain[start : start + len(ciphertexts)]
             start += len(ciphertexts)
-            histograms[party, node] = self._unpack(party, node, values, scale, totals[node])
+            histograms[party, node] = self._unpack(party, node, plaintexts, scale, totals[node])
         return histograms
 
     def _unpack(

@@ -4,8 +4,8 @@ The cut points are XGBoost's for the ``hist`` method (Chen and Guestrin 2016, ap
 prune step of the weighted quantile summary), computed from the column's exact summary: every
 distinct value with its rank range. So a column with few distinct values gets one bin per value,
 and a value that holds most rows (a zero in a sparse column) does not swallow the other bins: the
-ranks to cut at are spread over the rows above the smallest value. On data whose columns have
-fewer than ``8 max_bin`` distinct values the bins equal XGBoost's exactly (XGBoost sketches
+ranks to cut at are spread over the rows above the smallest value. On a column with at
+most ``8 max_bin`` distinct values the bins equal XGBoost's exactly (XGBoost sketches
 wider columns approximately, so there its cuts may differ slightly).
 
 A value ``x`` falls in bin ``b = #{cuts <= x}``, so a split "bins ``<= b`` go left" is the rule

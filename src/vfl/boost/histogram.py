@@ -26,7 +26,7 @@ def bin_sums(
     """Per column, the sum of ``values`` over ``rows`` in each bin, the missing code last."""
     selected = values[rows]
     return [
-        np.bincount(codes[rows, j], weights=selected, minlength=int(k) + 1)
+        np.bincount(codes[rows, j], weights=selected, minlength=int(k) + 1).astype(np.float64)
         for j, k in enumerate(bins.tolist())
     ]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -64,7 +64,7 @@ class LocalLink:
         self.passives = dict(sorted(passives.items()))
         self.sent: Counter[str] = Counter()
         self.received: Counter[str] = Counter()
-        self.seconds: Counter[str] = Counter()
+        self.seconds: defaultdict[str, float] = defaultdict(float)
 
     @property
     def total_sent(self) -> int:

@@ -48,8 +48,8 @@ class Objective:
         if not np.isfinite(labels).all():
             raise DataError("labels contain NaN or infinity; boosting needs finite labels")
         if self.name == "binary:logistic" and not np.isin(labels, (0.0, 1.0)).all():
-            bad = labels[~np.isin(labels, (0.0, 1.0))][0]
-            raise DataError(f"binary:logistic needs labels 0 or 1, got {bad!r}")
+            bad = float(labels[~np.isin(labels, (0.0, 1.0))][0])
+            raise DataError(f"binary:logistic needs labels 0 or 1, got {bad}")
 
 
 def sigmoid(margins: Floats) -> Floats:
