@@ -1,7 +1,7 @@
 """SecureBoost on Adult (3 holders) against the plaintext reference and centralized XGBoost.
 
-For each seed it draws the same ``--fraction`` of Adult's training rows (without replacement,
-``numpy.random.default_rng(seed)``) for all three models, trains
+For each seed it draws the same ``--rows`` of Adult's 32,561 training rows (without replacement,
+``numpy.random.default_rng(seed)``; ``--rows 0`` takes them all) for all three models, trains
 
 - SecureBoost in one process (every holder its own object, real Paillier keys from the OS),
 - the plaintext reference trees (``vfl.boost.fit_reference``),
@@ -15,8 +15,8 @@ file exists is skipped, so an interrupted run continues.
 Holders as ``examples/adult_3party.toml`` partitions Adult: party 1 (demographics, and the
 labels), party 2 (employment, education), party 3 (capital, fnlwgt).
 
-    nice .venv/bin/python bench/bench_boost_adult.py --seeds 0 1 2 --trees 10 --depth 3 \\
-        --max-bin 32 --out bench/results/boost_adult
+    nice .venv/bin/python bench/bench_boost_adult.py --seeds 0 1 2 --rows 8000 --trees 10 \\
+        --depth 3 --max-bin 32 --out bench/results/secureboost/adult_8000
 """
 
 from __future__ import annotations
@@ -78,11 +78,8 @@ def xgboost_auc(
 
 def one_seed(seed: int, args: argparse.Namespace, params: BoostParams) -> dict[str, Any]:
     train, test, y_train, y_test = adult_blocks()
-    rows = np.sort(
-        np.random.default_rng(seed).choice(
-            len(y_train), round(args.fraction * len(y_train)), replace=False
-        )
-    )
+    count = args.rows or len(y_train)
+    rows = np.sort(np.random.default_rng(seed).choice(len(y_train), count, replace=False))
     blocks = {p + 1: b[rows] for p, b in enumerate(train)}
     test_blocks = {p + 1: b for p, b in enumerate(test)}
     labels = y_train[rows]
@@ -128,6 +125,7 @@ def one_seed(seed: int, args: argparse.Namespace, params: BoostParams) -> dict[s
             for r in run.reports
         ],
         "bytes_by_message": {"sent": dict(run.link.sent), "received": dict(run.link.received)},
+        "passive_seconds": {p: dict(h.seconds) for p, h in run.passives.items()},
     }
 
 
@@ -166,10 +164,10 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=3)
     parser.add_argument("--max-bin", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=0.3)
-    parser.add_argument("--fraction", type=float, default=0.8)
+    parser.add_argument("--rows", type=int, default=8000, help="training rows (0: all)")
     parser.add_argument("--key-bits", type=int, default=2048)
     parser.add_argument("--workers", type=int, default=None)
-    parser.add_argument("--out", type=Path, default=Path("bench/results/boost_adult"))
+    parser.add_argument("--out", type=Path, default=Path("bench/results/secureboost/adult_8000"))
     args = parser.parse_args()
     params = BoostParams(
         num_trees=args.trees,
@@ -183,7 +181,7 @@ def main() -> None:
         "depth": args.depth,
         "max_bin": args.max_bin,
         "learning_rate": args.learning_rate,
-        "fraction": args.fraction,
+        "rows": args.rows,
         "key_bits": args.key_bits,
         "workers": args.workers,
         "machine": platform.platform(),
