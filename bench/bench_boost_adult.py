@@ -33,7 +33,13 @@ from typing import Any
 import numpy as np
 import xgboost as xgb
 
-from vfl.boost import BoostParams, fit_reference, secureboost_structure, train_secureboost
+from vfl.boost import (
+    BoostParams,
+    SecureBoostRun,
+    fit_reference,
+    secureboost_structure,
+    train_secureboost,
+)
 from vfl.boost.timing import PHASES
 from vfl.data import load_dataset
 from vfl.data.partition import make_partition
@@ -120,13 +126,24 @@ def one_seed(seed: int, args: argparse.Namespace, params: BoostParams) -> dict[s
                 "bytes_down": r.bytes_down,
                 "bytes_up": r.bytes_up,
                 "ciphertexts_up": r.ciphertexts_up,
+                "transport_seconds": r.transport_seconds,
                 "leaves": r.leaves,
             }
             for r in run.reports
         ],
-        "bytes_by_message": {"sent": dict(run.link.sent), "received": dict(run.link.received)},
+        "bytes_by_message": bytes_by_message(run),
         "passive_seconds": {p: dict(h.seconds) for p, h in run.passives.items()},
     }
+
+
+def bytes_by_message(run: SecureBoostRun) -> dict[str, dict[str, int]]:
+    """The ledger's frame bytes of training, by direction and message kind."""
+    totals: dict[str, dict[str, int]] = {"down": {}, "up": {}}
+    for key, count in run.link.transport.ledger.rows():
+        if key.phase == "train":
+            kinds = totals[key.direction]
+            kinds[key.kind] = kinds.get(key.kind, 0) + count.bytes
+    return totals
 
 
 def summary(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:

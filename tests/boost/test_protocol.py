@@ -13,7 +13,7 @@ from tests.boost.helpers import TEST_KEY_BITS, short_keys, vertical_table
 from vfl.boost import BoostParams, fit_reference, secureboost_structure, train_secureboost
 from vfl.boost.active import ActiveBooster
 from vfl.boost.driver import SecureBoostRun
-from vfl.boost.link import LocalLink
+from vfl.boost.link import local_link
 from vfl.boost.messages import (
     NO_NODE,
     Ciphertexts,
@@ -139,7 +139,7 @@ def run_with(
         for p in (2, 3)
     }
     active = ActiveBooster(1, labels, blocks[1], params, keys, workers=1)
-    link = LocalLink(passives)
+    link = local_link(passives)
     active.connect(link, [2, 3])
     active.fit(link)
     return active

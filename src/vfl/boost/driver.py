@@ -1,7 +1,8 @@
-"""SecureBoost in one process: every holder built here, talking through the in-memory link.
+"""SecureBoost in one process: every holder built here, talking through vfl's in-process transport.
 
-This is the whole protocol with real Paillier encryption, each role holding only its own data;
-only the transport is a function call. Deployment will put the same messages on vfl's wire.
+This is the whole protocol with real Paillier encryption, each role holding only its own data,
+and every message encoded to a vfl wire frame, counted in the transport's ledger and decoded
+again; only the network is missing (the holders run one after another in this process).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vfl.boost.active import ActiveBooster
-from vfl.boost.link import LocalLink
+from vfl.boost.link import PREDICT_PHASE, SETUP_PHASE, TRAIN_PHASE, TransportLink, local_link
 from vfl.boost.paillier import DEFAULT_KEY_BITS, KeyPair
 from vfl.boost.params import BoostParams
 from vfl.boost.passive import PassiveBooster
@@ -29,7 +30,7 @@ class SecureBoostRun:
 
     active: ActiveBooster
     passives: dict[int, PassiveBooster]
-    link: LocalLink
+    link: TransportLink
     reports: list[TreeReport]
 
     def predict(self, table: str, blocks: Mapping[int, npt.NDArray[np.floating]]) -> Floats:
@@ -40,6 +41,7 @@ class SecureBoostRun:
         _check_parties(blocks, self.active.party, self.passives)
         for party, passive in self.passives.items():
             passive.attach(table, blocks[party])
+        self.link.phase = PREDICT_PHASE
         return self.active.predict(self.link, table, np.asarray(blocks[self.active.party]))
 
 
@@ -75,21 +77,28 @@ def train_secureboost(
     active = ActiveBooster(
         active_party, labels, blocks[active_party], params, keys, workers=workers
     )
-    link = LocalLink(passives)
+    link = local_link(passives)
+    link.phase = SETUP_PHASE
     active.connect(link, passive_parties)
+    link.phase = TRAIN_PHASE
     reports = []
     try:
         for _ in range(params.num_trees):
-            sent, received = link.total_sent, link.total_received
-            report = active.grow_tree(link)
-            report.bytes_down, report.bytes_up = (
-                link.total_sent - sent,
-                link.total_received - received,
-            )
-            reports.append(report)
+            reports.append(_grow_counted(active, link))
     finally:
         active.pool.close()
     return SecureBoostRun(active, passives, link, reports)
+
+
+def _grow_counted(active: ActiveBooster, link: TransportLink) -> TreeReport:
+    """One tree, with the ledger's bytes of its frames and the time its messages took."""
+    transport_before = link.transport_seconds
+    report = active.grow_tree(link)
+    ledger = link.transport.ledger
+    report.bytes_down = ledger.total(phase=TRAIN_PHASE, round=report.tree, direction="down")
+    report.bytes_up = ledger.total(phase=TRAIN_PHASE, round=report.tree, direction="up")
+    report.transport_seconds = link.transport_seconds - transport_before
+    return report
 
 
 def _check_parties(

@@ -38,7 +38,7 @@ from vfl.boost.messages import (
 )
 from vfl.boost.paillier import PublicKey
 from vfl.boost.tree import SplitTable
-from vfl.errors import ProtocolError
+from vfl.errors import ProtocolError, WireError
 
 TRAIN = "train"
 """The name of the table a holder trains on (prediction tables get their own names)."""
@@ -115,6 +115,11 @@ class PassiveBooster:
             )
         if request.slot_bits != SLOT_BITS:
             raise ProtocolError(f"slot_bits must be {SLOT_BITS}, got {request.slot_bits}")
+        if request.values.width != key.ciphertext_size:
+            raise WireError(
+                f"the gradients are {request.values.width}-byte ciphertexts; the announced"
+                f" {key.bits}-bit key's are {key.ciphertext_size} bytes (another key size?)"
+            )
         started = time.perf_counter()
         self._gradients = key.decode(request.values.data, count=self.num_rows)
         self._tree, self._nodes = request.tree, {}

@@ -36,8 +36,11 @@ class TreeReport:
     Attributes:
         tree: Its index.
         seconds: Wall-clock seconds per phase (``PHASES``).
-        bytes_down: Payload bytes the label holder sent (all passive holders together).
-        bytes_up: Payload bytes it received.
+        bytes_down: Encoded frame bytes the label holder sent (all passive holders together),
+            as the transport's ledger counted them.
+        bytes_up: Encoded frame bytes it received.
+        transport_seconds: Of the ``histogram`` and ``split_apply`` phases, the seconds spent
+            encoding, moving and decoding frames (the rest is the holders' own work).
         ciphertexts_up: Histogram ciphertexts it received and decrypted.
         leaves: Leaves of the tree.
     """
@@ -46,5 +49,6 @@ class TreeReport:
     seconds: dict[str, float] = field(default_factory=dict)
     bytes_down: int = 0
     bytes_up: int = 0
+    transport_seconds: float = 0.0
     ciphertexts_up: int = 0
     leaves: int = 0
