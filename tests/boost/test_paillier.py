@@ -8,7 +8,14 @@ from phe import paillier
 
 from tests.boost.helpers import TEST_KEY_BITS, short_keys
 from vfl.boost.fixed_point import signed
-from vfl.boost.paillier import KeyPair, PublicKey, check_key_bits, decrypt_all, encrypt_all
+from vfl.boost.paillier import (
+    KeyPair,
+    PublicKey,
+    check_key_bits,
+    decrypt_all,
+    encrypt_all,
+    encrypt_all_private,
+)
 from vfl.boost.pool import CipherPool
 from vfl.errors import ConfigError, WireError
 
@@ -117,6 +124,35 @@ def test_the_pool_encrypts_and_decrypts_like_one_process() -> None:
 def test_the_pool_refuses_no_workers() -> None:
     with pytest.raises(ConfigError, match="workers must be an integer >= 1, got 0"):
         CipherPool(short_keys(), workers=0)
+
+
+def test_the_owner_s_encryption_is_phe_s_with_the_same_r(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Prepare: fix r for both, so their ciphertexts must be equal
+    keys = short_keys()
+    public = paillier.PaillierPublicKey(keys.public.n)
+    r = 123456789123456789
+    monkeypatch.setattr(paillier.PaillierPublicKey, "get_random_lt_n", lambda self: r)
+    values = [0, 1, 42, -5, 2**200]
+
+    # Execute
+    ours = encrypt_all_private(keys.public.n, keys.p, keys.q, values)
+
+    # Assert
+    assert ours == [public.raw_encrypt(v % keys.public.n, r_value=r) for v in values]
+
+
+def test_the_owner_s_encryption_decrypts_and_is_randomized() -> None:
+    # Prepare
+    keys = short_keys()
+    values = [7, 7, -3, 2**300]
+
+    # Execute
+    ours = encrypt_all_private(keys.public.n, keys.p, keys.q, values)
+
+    # Assert: phe decrypts them; equal plaintexts give different ciphertexts
+    plain = decrypt_all(keys.public.n, keys.p, keys.q, ours)
+    assert [signed(v, keys.public.n) for v in plain] == values
+    assert ours[0] != ours[1]
 
 
 def test_phe_is_the_encryption_underneath() -> None:

@@ -164,6 +164,29 @@ def encrypt_all(n: int, plaintexts: Sequence[int]) -> list[int]:
     return [key.raw_encrypt(m % n) for m in plaintexts]
 
 
+def encrypt_all_private(n: int, p: int, q: int, plaintexts: Sequence[int]) -> list[int]:
+    """``encrypt_all`` for the key's owner: the same ciphertexts, about twice as fast.
+
+    ``phe`` draws ``r`` (``random.SystemRandom``) and computes ``(1 + n m) mod n^2``; the owner,
+    knowing ``p`` and ``q``, computes the obfuscator ``r^n mod n^2`` modulo ``p^2`` and ``q^2``
+    (exponents reduced by ``p (p - 1)`` and ``q (q - 1)``, the orders of those groups) and joins
+    them by the Chinese remainder theorem: half-size moduli instead of one full-size one.
+    """
+    key = paillier.PaillierPublicKey(n)
+    p_square, q_square = gmpy2.mpz(p) ** 2, gmpy2.mpz(q) ** 2
+    exponent_p, exponent_q = gmpy2.mpz(n) % (p * (p - 1)), gmpy2.mpz(n) % (q * (q - 1))
+    q_square_inverse = gmpy2.invert(q_square, p_square)
+    n_square = gmpy2.mpz(key.nsquare)
+    values = []
+    for m in plaintexts:
+        r = gmpy2.mpz(key.get_random_lt_n())
+        at_p = gmpy2.powmod(r, exponent_p, p_square)
+        at_q = gmpy2.powmod(r, exponent_q, q_square)
+        obfuscator = at_q + q_square * ((at_p - at_q) * q_square_inverse % p_square)
+        values.append(int(key.raw_encrypt(m % n, r_value=1) * obfuscator % n_square))
+    return values
+
+
 def decrypt_all(n: int, p: int, q: int, ciphertexts: Sequence[int]) -> list[int]:
     """The plaintexts in ``[0, n)`` of ``ciphertexts``."""
     key = paillier.PaillierPrivateKey(paillier.PaillierPublicKey(n), p, q)

@@ -15,7 +15,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from multiprocessing import get_context
 from types import TracebackType
 
-from vfl.boost.paillier import KeyPair, decrypt_all, encrypt_all
+from vfl.boost.paillier import KeyPair, decrypt_all, encrypt_all_private
 from vfl.errors import ConfigError
 
 MIN_PARALLEL_ITEMS = 64
@@ -44,8 +44,8 @@ class CipherPool:
 
     def encrypt(self, plaintexts: Sequence[int]) -> list[int]:
         """``Enc(m mod n)`` of every plaintext, in order."""
-        n = self.keys.public.n
-        return self._run(encrypt_all, plaintexts, (n,))
+        key = self.keys
+        return self._run(encrypt_all_private, plaintexts, (key.public.n, key.p, key.q))
 
     def decrypt(self, ciphertexts: Sequence[int]) -> list[int]:
         """The plaintexts in ``[0, n)`` of every ciphertext, in order."""
