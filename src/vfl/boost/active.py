@@ -42,7 +42,7 @@ from vfl.boost.predict import margins, route
 from vfl.boost.split import Histogram, SplitChoice, best_split, leaf_weight
 from vfl.boost.timing import PhaseTimer, TreeReport
 from vfl.boost.tree import SplitTable, Tree
-from vfl.errors import ProtocolError
+from vfl.errors import ProtocolError, WireError
 
 Floats = npt.NDArray[np.float64]
 Rows = npt.NDArray[np.int64]
@@ -228,7 +228,10 @@ class ActiveBooster:
                         f"party {party}'s histogram of node {node} has {values.width}-byte"
                         f" ciphertexts; this {key.bits}-bit key's are {key.ciphertext_size} bytes"
                     )
-                batches.append((party, node, key.decode(values.data, count=count)))
+                try:
+                    batches.append((party, node, key.decode(values.data, count=count)))
+                except WireError as error:
+                    raise WireError(f"party {party}'s histogram of node {node}: {error}") from None
         plain = self.pool.decrypt([c for _, _, cs in batches for c in cs])
         report.ciphertexts_up += len(plain)
         totals = {n.node: int(scale.to_integers(h[n.rows]).sum()) for n in frontier}
@@ -250,9 +253,12 @@ class ActiveBooster:
             self.keys.public.n,
         )
         sums: list[int] = []
-        for i, value in enumerate(plaintexts):
-            count = min(slots, size - i * slots)
-            sums += fp.split_slots(fp.signed(value, n), count)
+        try:
+            for i, value in enumerate(plaintexts):
+                count = min(slots, size - i * slots)
+                sums += fp.split_slots(fp.signed(value, n), count)
+        except ProtocolError:
+            raise ProtocolError(_FOREIGN.format(party=party, node=node)) from None
         pairs = np.array([fp.unpack_pair(s) for s in sums], dtype=np.int64).reshape(-1, 2)
         _check_hessians(party, node, bins, pairs[:, 1], h_total)
         return Histogram(bins, scale.to_floats(pairs[:, 0]), scale.to_floats(pairs[:, 1]))
@@ -340,6 +346,13 @@ class ActiveBooster:
         self.margins[open_node.rows] += weight
 
 
+_FOREIGN = (
+    "party {party}'s histogram of node {node} does not decrypt to valid sums (more slots than"
+    " packed, or hessian sums that decrease or exceed the node's): ciphertexts under another"
+    " public key than this run's, or corrupted"
+)
+
+
 def _node_requests(frontier: list[OpenNode]) -> tuple[NodeRows, ...]:
     """Every open node's rows, except that of two siblings only the smaller is summed."""
     specs: list[NodeRows] = []
@@ -366,10 +379,7 @@ def _check_hessians(
     within = np.ones(max(len(hessians) - 1, 0), dtype=bool)
     within[(np.cumsum(bins) - 1)[:-1]] = False  # from a column's last bin to the next's first
     if (np.diff(hessians)[within] < 0).any() or (hessians < 0).any() or (hessians > total).any():
-        raise ProtocolError(
-            f"party {party}'s histogram of node {node} does not add up (hessian sums decrease or"
-            " exceed the node's): a ciphertext under another key, or corrupted"
-        )
+        raise ProtocolError(_FOREIGN.format(party=party, node=node))
 
 
 def _check_split_reply(
