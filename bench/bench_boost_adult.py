@@ -170,7 +170,11 @@ def summary(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines.append("| " + " | ".join(f"{m:.2f}" for m in medians) + " |")
     down = statistics.median(t["bytes_down"] for t in trees)
     up = statistics.median(t["bytes_up"] for t in trees)
-    lines += ["", f"Median payload bytes per tree: {down:,.0f} down, {up:,.0f} up.", ""]
+    lines += [
+        "",
+        f"Median frame bytes per tree (the ledger's): {down:,.0f} down, {up:,.0f} up.",
+        "",
+    ]
     return "\n".join(lines)
 
 
