@@ -41,7 +41,7 @@ def auc_table(runs: list[dict[str, Any]]) -> list[str]:
         r, meta = run["result"], run["meta"]
         lines.append(
             f"| {r['train_rows']:,} | {r['seed']} | {meta['trees']} | {r['auc_secureboost']:.5f} |"
-            f" {r['auc_xgboost']:.5f} | {r['auc_secureboost'] - r['auc_xgboost']:+.6f} |"
+            f" {r['auc_xgboost']:.5f} | {r['auc_secureboost'] - r['auc_xgboost']:+.1e} |"
             f" {r['trees_equal_reference']} |"
         )
     return lines
@@ -72,10 +72,13 @@ def cost_table(runs: list[dict[str, Any]]) -> list[str]:
 def scaling_table(variants: list[dict[str, Any]]) -> list[str]:
     lines = [
         "| holders | rows | max_bin | passive bins | encrypt s | holders' histograms s |"
-        " decrypt s | bytes down | bytes up | gradients | histograms |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        " decrypt s | bytes down | bytes up | gradients | histograms | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for variant in variants:
+    for variant in sorted(
+        variants,
+        key=lambda v: (v["result"]["rows"], v["result"]["holders"], v["result"]["max_bin"]),
+    ):
         r = variant["result"]
         tree = r["per_tree"][0]
         split, kinds = phases(tree), tree["bytes_by_kind"]
@@ -85,6 +88,7 @@ def scaling_table(variants: list[dict[str, Any]]) -> list[str]:
             f" {split['histogram']:.1f} | {split['decrypt']:.2f} | {tree['bytes_down']:,} |"
             f" {tree['bytes_up']:,} | {kinds.get('BoostGradients', 0):,} |"
             f" {kinds.get('BoostHistogramReply', 0):,} |"
+            f" {r['load_average_before_after'][0][0]:.1f} |"
         )
     return lines
 

@@ -457,18 +457,26 @@ SLOW = (
             ),
             Step(
                 SECUREBOOST,
-                "nice .venv/bin/python bench/bench_boost_scaling.py --rows 2000 --bins 16 32 64"
-                " --holders 2 3 4 --base-rows 2000 --trees 1"
+                "nice .venv/bin/python bench/bench_boost_scaling.py --rows 2000 10000 30000"
+                " --bins 16 32 64 --holders 2 3 4 --base-rows 2000 --trees 1"
                 " --out bench/results/secureboost/scaling_2000",
                 add="--rows 200 --bins 32 --holders 3 --base-rows 200 --out doc-check/scaling",
                 files=("doc-check/scaling/holders3_rows200_bins32.json",),
             ),
+            *(
+                Step(
+                    SECUREBOOST,
+                    "nice .venv/bin/python bench/bench_boost_leakage.py --rows 5000 --seeds 0 1 2"
+                    f" --spy {spy} --out bench/results/secureboost/leakage",
+                    add="--rows 300 --seeds 0 --trees 2 --out doc-check/leakage",
+                    files=(f"doc-check/leakage/spy{spy}_known0.01_seed0.json",),
+                )
+                for spy in (2, 3)
+            ),
             Step(
                 SECUREBOOST,
-                "nice .venv/bin/python bench/bench_boost_leakage.py --rows 5000 --seeds 0 1 2"
-                " --out bench/results/secureboost/leakage",
-                add="--rows 300 --seeds 0 --trees 2 --out doc-check/leakage",
-                files=("doc-check/leakage/spy3_known0.01_seed0.json",),
+                ".venv/bin/python bench/report_boost.py --results bench/results/secureboost",
+                expect=("| 32,561 | 0 | 5 | 0.89609 | 0.89609 |",),
             ),
         ),
         slow=True,
