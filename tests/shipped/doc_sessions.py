@@ -29,6 +29,7 @@ R = "README.md"
 ATTACKS, DEPLOY, EXPERIMENTS = "docs/attacks.md", "docs/deployment.md", "docs/experiments.md"
 PREDICT, CVFL = "docs/predict.md", "docs/reproductions/cvfl.md"
 BENCHMARKS = "docs/benchmarks.md"
+SECUREBOOST = "docs/secureboost.md"
 FEDBCD, LVFL, PBM = (f"docs/reproductions/{n}.md" for n in ("fedbcd", "lvfl", "pbm"))
 ATTACK_DOC_BUDGET = (
     "vfl: error: privacy.max_epsilon: 4 epochs would spend label_epsilon 15.46 at delta 1e-05,"
@@ -230,6 +231,17 @@ FAST = (
                 " experiments/pbm/results/pbm-fashion-mnist-quadrants",
             ),
             Step(ATTACKS, ".venv/bin/python experiments/attacks/report.py"),
+        ),
+    ),
+    Session(
+        "secureboost-example",
+        (
+            Step(
+                SECUREBOOST,
+                ".venv/bin/python examples/secureboost_adult.py --rows 2000 --trees 5",
+                add="--rows 200 --trees 1",
+                expect=("test AUC: SecureBoost", "tree 0: "),
+            ),
         ),
     ),
 )
@@ -551,6 +563,50 @@ SLOW = (
                 PBM,
                 "for s in fashion-mnist-quadrants mnist-quadrants fashion-mnist-strips7"
                 " mnist-strips7; do\n.venv/bin/vfl plot experiments/pbm/results/pbm-$s; done",
+            ),
+        ),
+        slow=True,
+    ),
+    Session(
+        "secureboost-measurements",
+        (
+            Step(
+                SECUREBOOST,
+                "nice .venv/bin/python bench/bench_boost_adult.py --seeds 0 1 2 --rows 5000"
+                " --trees 10 --depth 3 --max-bin 32 --out bench/results/secureboost/adult_5000",
+                add="--seeds 0 --rows 200 --trees 2 --out doc-check/adult",
+                files=("doc-check/adult/seed0.json", "doc-check/adult/summary.md"),
+                expect=('"trees_equal_reference": true',),
+            ),
+            Step(
+                SECUREBOOST,
+                "nice .venv/bin/python bench/bench_boost_adult.py --seeds 0 --rows 0 --trees 5"
+                " --depth 3 --max-bin 32 --out bench/results/secureboost/adult_full_5trees",
+                add="--rows 200 --trees 1 --out doc-check/full",
+                files=("doc-check/full/seed0.json",),
+            ),
+            Step(
+                SECUREBOOST,
+                "nice .venv/bin/python bench/bench_boost_scaling.py --rows 2000 10000 30000"
+                " --bins 16 32 64 --holders 2 3 4 --base-rows 2000 --trees 1"
+                " --out bench/results/secureboost/scaling_2000",
+                add="--rows 200 --bins 32 --holders 3 --base-rows 200 --out doc-check/scaling",
+                files=("doc-check/scaling/holders3_rows200_bins32.json",),
+            ),
+            *(
+                Step(
+                    SECUREBOOST,
+                    "nice .venv/bin/python bench/bench_boost_leakage.py --rows 5000 --seeds 0 1 2"
+                    f" --spy {spy} --out bench/results/secureboost/leakage",
+                    add="--rows 300 --seeds 0 --trees 2 --out doc-check/leakage",
+                    files=(f"doc-check/leakage/spy{spy}_known0.01_seed0.json",),
+                )
+                for spy in (2, 3)
+            ),
+            Step(
+                SECUREBOOST,
+                ".venv/bin/python bench/report_boost.py --results bench/results/secureboost",
+                expect=("| 32,561 | 0 | 5 | 0.89609 | 0.89609 |",),
             ),
         ),
         slow=True,

@@ -1,0 +1,134 @@
+"""Markdown tables of SecureBoost's committed measurements (docs/secureboost.md, "Measurements").
+
+Reads the JSON files the ``bench_boost_*.py`` scripts write under ``--results`` and prints: test
+AUC of SecureBoost against XGBoost per seed, seconds per tree by phase, bytes per tree by message
+kind, growth with rows, bins and holders, and the label inference by a passive holder.
+
+    .venv/bin/python bench/report_boost.py --results bench/results/secureboost
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+
+def load(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+
+
+def phases(tree: dict[str, Any]) -> dict[str, float]:
+    """Encryption, the holders' histogram work, decryption, transport, the rest."""
+    seconds, transport = tree["seconds"], tree["transport_seconds"]
+    return {
+        "encrypt": seconds.get("encrypt", 0.0),
+        "histogram": seconds.get("histogram", 0.0) + seconds.get("split_apply", 0.0) - transport,
+        "decrypt": seconds.get("decrypt", 0.0),
+        "transport": transport,
+        "split_find": seconds.get("split_find", 0.0) + seconds.get("gradients", 0.0),
+    }
+
+
+def auc_table(runs: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| rows | seed | trees | AUC SecureBoost | AUC XGBoost | difference | trees = reference |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        r, meta = run["result"], run["meta"]
+        lines.append(
+            f"| {r['train_rows']:,} | {r['seed']} | {meta['trees']} | {r['auc_secureboost']:.5f} |"
+            f" {r['auc_xgboost']:.5f} | {r['auc_secureboost'] - r['auc_xgboost']:+.1e} |"
+            f" {r['trees_equal_reference']} |"
+        )
+    return lines
+
+
+def cost_table(runs: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| rows | trees | encrypt s | holders' histograms s | decrypt s | transport s |"
+        " split finding s | bytes down | bytes up | ciphertexts decrypted |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        r = run["result"]
+        trees = r.get("trees") or r.get("per_tree")
+        rows = r.get("train_rows") or r.get("rows")
+        split = [phases(t) for t in trees]
+        median = {k: statistics.median(s[k] for s in split) for k in split[0]}
+        lines.append(
+            f"| {rows:,} | {len(trees)} | {median['encrypt']:.1f} | {median['histogram']:.1f} |"
+            f" {median['decrypt']:.2f} | {median['transport']:.2f} | {median['split_find']:.2f} |"
+            f" {statistics.median(t['bytes_down'] for t in trees):,.0f} |"
+            f" {statistics.median(t['bytes_up'] for t in trees):,.0f} |"
+            f" {statistics.median(t['ciphertexts_up'] for t in trees):.0f} |"
+        )
+    return lines
+
+
+def scaling_table(variants: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| holders | rows | max_bin | passive bins | encrypt s | holders' histograms s |"
+        " decrypt s | bytes down | bytes up | gradients | histograms | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for variant in sorted(
+        variants,
+        key=lambda v: (v["result"]["rows"], v["result"]["holders"], v["result"]["max_bin"]),
+    ):
+        r = variant["result"]
+        tree = r["per_tree"][0]
+        split, kinds = phases(tree), tree["bytes_by_kind"]
+        bins = "+".join(str(b) for b in r["bins"].values())
+        lines.append(
+            f"| {r['holders']} | {r['rows']:,} | {r['max_bin']} | {bins} | {split['encrypt']:.1f} |"
+            f" {split['histogram']:.1f} | {split['decrypt']:.2f} | {tree['bytes_down']:,} |"
+            f" {tree['bytes_up']:,} | {kinds.get('BoostGradients', 0):,} |"
+            f" {kinds.get('BoostHistogramReply', 0):,} |"
+            f" {r['load_average_before_after'][0][0]:.1f} |"
+        )
+    return lines
+
+
+def leakage_table(runs: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| seed | rows | known labels | spy | AUC from instance spaces | first tree only |"
+        " spy's own columns (XGBoost) | label holder's model (train) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        r = run["result"]
+        lines.append(
+            f"| {r['seed']} | {r['rows']:,} | {r['known_labels']} | party {r['spy']} |"
+            f" {r['auc_inference_from_instance_spaces']:.3f} | {r['auc_first_tree_only']:.3f} |"
+            f" {r['auc_spy_own_columns_xgboost']:.3f} | {r['auc_label_holder_model_train']:.3f} |"
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=Path("bench/results/secureboost"))
+    args = parser.parse_args()
+    comparisons = [
+        run
+        for folder in sorted(args.results.glob("adult_*"))
+        for run in load(folder)
+        if "result" in run
+    ]
+    sections = [
+        ("AUC", auc_table(comparisons)),
+        ("Cost per tree (medians)", cost_table(comparisons)),
+        ("Growth", scaling_table(load(args.results / "scaling_2000"))),
+        ("Label leakage", leakage_table(load(args.results / "leakage"))),
+    ]
+    for title, lines in sections:
+        print(f"### {title}\n")
+        print("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
