@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Literal
 
 from vfl.errors import ConfigError
+
+if TYPE_CHECKING:  # only the type: the lean ``vfl score`` client loads no numpy
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class RetryPolicy:
         """Seconds to wait before retry number ``retry`` (1-based).
 
         Example:
+            >>> import numpy as np
             >>> policy = RetryPolicy(backoff_s=1.0, max_backoff_s=8.0, jitter=0.0)
             >>> [policy.delay(n, rng=np.random.default_rng(0)) for n in (1, 2, 3, 4, 5)]
             [1.0, 2.0, 4.0, 8.0, 8.0]
