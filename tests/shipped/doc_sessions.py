@@ -147,6 +147,11 @@ PRUNING_CHECKS = """
 assert [layer.out_features for layer in model if hasattr(layer, "out_features")] == [32, 16]
 assert [p.shape[0] for p in optimizer.param_groups[0]["params"]] == [32, 32, 16, 16]
 """
+SECUREBOOST_CHECKS = """
+assert np.asarray(probabilities).shape == (100,)
+assert ((np.asarray(probabilities) > 0) & (np.asarray(probabilities) < 1)).all()
+assert len(run.reports) == 3 and all(r.bytes_down > 200 * 512 * 2 for r in run.reports)
+"""
 SWEEP_PYTHON_CHECKS = """
 if __name__ == "__main__":
     assert result.states["lr=0.001,batch_size=128__seed0"] == "new"
@@ -191,6 +196,12 @@ FAST = (
                     " torch.nn.Linear(64, 16))",
                 ),
                 checks=PRUNING_CHECKS,
+            ),
+            Step(
+                "docs/secureboost.md",
+                "",
+                python=("rng = np.random.default_rng(0)",),
+                checks=SECUREBOOST_CHECKS,
             ),
         ),
     ),
