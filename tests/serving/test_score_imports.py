@@ -1,4 +1,4 @@
-"""``vfl score`` and ``vfl --help`` load no torch (``vfl score`` no numpy either): they start fast."""
+"""``vfl score`` and ``vfl --help`` load no torch (``vfl score`` no numpy): they start fast."""
 
 from __future__ import annotations
 
