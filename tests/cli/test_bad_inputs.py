@@ -11,12 +11,9 @@ lost (``test_check_before_move.py``, ``test_predict_inputs.py``, ``tests/deploy`
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +26,7 @@ from safetensors.torch import load_file, save_file
 
 from tests.deploy.scenario import Scenario, make_scenario
 from tests.run.variants import write_run_config
+from tests.silent_listener import silent_listener
 from vfl.deploy.releases import FILE_NAME, id_keys, open_journal
 from vfl.privacy.events import PbmEvent
 
@@ -581,33 +579,6 @@ CASES: dict[str, Case] = {
     ),
     "party with a damaged release journal": Case(damaged_journal, "is damaged at byte"),
 }
-
-
-@contextlib.contextmanager
-def silent_listener() -> Iterator[str]:
-    """An address that accepts TCP connections and never sends a byte."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.settimeout(0.1)
-    held: list[socket.socket] = []
-    done = threading.Event()
-
-    def accept() -> None:
-        while not done.is_set():
-            with contextlib.suppress(OSError):
-                held.append(server.accept()[0])
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        done.set()
-        thread.join()
-        for connection in held:
-            connection.close()
-        server.close()
 
 
 @pytest.fixture(scope="module")

@@ -6,48 +6,18 @@ The negative control, a server that answers, is every deployment test that train
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import socket
 import subprocess
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.deploy.scenario import ROOT, Scenario, deploy_command, free_port
+from tests.silent_listener import silent_listener
 
 GIVE_UP_S = 2
-
-
-@contextlib.contextmanager
-def silent_listener() -> Iterator[str]:
-    """An address that accepts TCP connections and never sends a byte."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.settimeout(0.1)
-    held: list[socket.socket] = []
-    done = threading.Event()
-
-    def accept() -> None:
-        while not done.is_set():
-            with contextlib.suppress(OSError):
-                held.append(server.accept()[0])
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        done.set()
-        thread.join()
-        for connection in held:
-            connection.close()
-        server.close()
 
 
 def run(scenario: Scenario, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:

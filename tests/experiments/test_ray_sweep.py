@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ import torch
 
 from tests.experiments.sweeps import write_sweep
 from tests.experiments.test_sweep import RUNS, TWO_RUNS, vfl
+from tests.silent_listener import silent_listener
 from vfl.cli import main
 from vfl.errors import ConfigError
 from vfl.experiments.ray_executor import RayOptions, _check_reachable
@@ -201,33 +201,6 @@ def test_an_address_nothing_listens_on_stops_the_sweep_before_it_writes(tmp_path
 
     # Assert
     assert not spec.folder.exists()
-
-
-@contextlib.contextmanager
-def silent_listener() -> Iterator[str]:
-    """An address that accepts TCP connections and never sends a byte (no Ray, no anything)."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.settimeout(0.1)
-    held: list[socket.socket] = []
-    done = threading.Event()
-
-    def accept() -> None:
-        while not done.is_set():
-            with contextlib.suppress(OSError):
-                held.append(server.accept()[0])
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        done.set()
-        thread.join()
-        for connection in held:
-            connection.close()
-        server.close()
 
 
 @needs_ray
