@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,17 @@ def vfl(capsys: pytest.CaptureFixture[str], *args: str) -> Outcome:
     status = main(list(args))
     captured = capsys.readouterr()
     return Outcome(status, captured.out, captured.err)
+
+
+def vfl_process(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``vfl ARGS`` as a process of its own, its output captured (any exit status)."""
+    return subprocess.run(
+        [sys.executable, "-m", "vfl.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def small_config(folder: Path) -> Path:

@@ -9,25 +9,18 @@ leave every file where and as it was.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.cli.runs import snapshot
+from tests.cli.runs import snapshot, vfl_process
 from tests.deploy.scenario import make_scenario
 
 TIMEOUT_S = 60
 
 
 def vfl(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "vfl.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    return vfl_process(*args, timeout=TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")

@@ -5,25 +5,19 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from tests.cli.runs import vfl_process
 from tests.run.variants import write_run_config
 
 TIMEOUT_S = 120
 
 
 def vfl(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "vfl.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    return vfl_process(*args, timeout=TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")
