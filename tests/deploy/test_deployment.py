@@ -172,6 +172,7 @@ def test_launch_prints_the_set_up_phases_in_order_and_times_them_in_the_summary(
 
     # Execute: each phase's first line, in the order printed
     phases = [  # the parties start with the server and dial it once it listens
+        "loaded torch and vfl once for the server and 2 parties (",
         "started the server (pid ",
         "started party-1 (pid ",
         "party 1 connected (",
@@ -187,7 +188,7 @@ def test_launch_prints_the_set_up_phases_in_order_and_times_them_in_the_summary(
     # Assert: as they happen, each with the launch's clock; the summary keeps the set-up times
     assert -1 not in where and where == sorted(where), lines
     listening = next(i for i, line in enumerate(lines) if "server listening on port " in line)
-    assert where[0] < listening < where[2], lines
+    assert where[1] < listening < where[3], lines
     psi = next(line for line in lines if "PSI done in " in line)
     assert "IDs every party holds: train " in psi and " test " in psi
     assert set(summary["setup"]) == {"start_s", "connect_s", "psi_s", "parties_setup_s", "total_s"}

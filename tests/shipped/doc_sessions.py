@@ -408,6 +408,7 @@ SLOW = (
                 "vfl launch examples/deploy/RUN.toml",
                 add="--set train.epochs=1",
                 shown=(
+                    "loaded torch and vfl once for the server and 3 parties (",
                     "started the server (pid",
                     "server listening on port",
                     "connected (3 of 3)",

@@ -20,20 +20,33 @@ what was saved and the exact command that continues. A second signal stops every
 
 from __future__ import annotations
 
-import subprocess
+import logging
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from vfl.deploy.config import PartyConfig, load_run_config
+from vfl.deploy.forked import can_fork, preload
 from vfl.deploy.preflight import check_no_previous_run, checked_parties
-from vfl.deploy.processes import Child, await_port, environment, start, stop_all, supervise
+from vfl.deploy.processes import (
+    Child,
+    Process,
+    await_port,
+    environment,
+    relay,
+    start,
+    stop_all,
+    supervise,
+)
 from vfl.deploy.run_folder import LOGS, check_run_directory
 from vfl.deploy.stopping import again_command, forwarding_signals, launch_stopped
 from vfl.errors import ConfigError, VflError
 from vfl.run.folders import default_run_dir
 from vfl.run.progress import Progress, Terminal
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -126,28 +139,61 @@ def launch(
     server_args += [] if predict is None else predict.server_args()
     party_mode = ["--resume"] if resume else [] if predict is None else ["--predict"]
     env = environment(len(deployment.parties) + 1)
-    server_command = [python, "-m", "vfl.cli", *server_args, *extra]
+    forking = _preloaded(python, len(deployment.parties), progress)
     processes: list[Child] = []
-    popens: list[subprocess.Popen[bytes]] = []
+    popens: list[Process] = []
     with forwarding_signals(popens) as stop:
         try:
-            processes.append(start(f"{prefix}server", server_command, logs, env, progress))
-            popens.append(processes[0].popen)
-            progress.note(f"started the server (pid {processes[0].popen.pid}); logs in {logs}")
+            server = start(
+                f"{prefix}server", [*server_args, *extra], logs, env, python=forking, events=True
+            )
+            processes.append(server)
+            popens.append(server.popen)
             for party in deployment.parties:  # they load while the server starts, then dial it
                 args = ["party", "--config", party.config, "--server-port-file", str(port_file)]
-                command = [python, "-m", "vfl.cli", *args, *party_mode]
-                processes.append(start(f"{prefix}party-{party.id}", command, logs, env))
+                processes.append(
+                    start(
+                        f"{prefix}party-{party.id}",
+                        [*args, *party_mode],
+                        logs,
+                        env,
+                        python=forking,
+                        siblings=processes,
+                    )
+                )
                 popens.append(processes[-1].popen)
+            relay(server, progress)
+            progress.note(f"started the server (pid {server.popen.pid}); logs in {logs}")
             pids = ", ".join(f"{p.name} (pid {p.popen.pid})" for p in processes[1:])
             progress.note(f"started {pids}")
-            if await_port(port_file, processes[0], start_timeout_s, stop):
+            if await_port(port_file, server, start_timeout_s, stop):
                 supervise(processes, stop)
         finally:
             stop_all(processes)
     if stop.reason:
         raise LaunchStopped(launch_stopped(run_dir, stop.reason, again), stop.reason)
     return run_dir
+
+
+def _preloaded(python: str, parties: int, progress: Progress) -> str | None:
+    """``None`` once this interpreter has imported what the processes need, else ``python``.
+
+    ``None``: the processes are forked from this interpreter (``vfl.deploy.forked``); else
+    ``python`` runs each of them.
+    """
+    if not can_fork(python):
+        return python
+    started = time.perf_counter()
+    try:
+        preload()
+    except (ImportError, RuntimeError) as error:
+        log.debug("starting the processes with %s: %s", python, error)
+        return python
+    seconds = time.perf_counter() - started
+    progress.note(
+        f"loaded torch and vfl once for the server and {parties} parties ({seconds:.1f} s)"
+    )
+    return None
 
 
 def _check_new_or_resumed(

@@ -6,6 +6,7 @@ the parties set up. The seconds each phase took go to ``summary.json`` as ``setu
 training time (``wall_time``):
 
 - ``start_s``: from the process's start to listening (imports, TLS files, the labels table);
+  for a server that ``vfl launch`` forked, from the launch's start (its imports came first);
 - ``connect_s``: from listening until every party is connected;
 - ``psi_s``: aligning the IDs (private set intersection; 0 when a resumed run reloads them);
 - ``parties_setup_s``: the parties building (or restoring) their roles;

@@ -14,10 +14,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
+from vfl.deploy.forked import fork_vfl
 from vfl.deploy.port_file import read_port
 from vfl.deploy.stopping import LaunchStop
 from vfl.errors import ProtocolError
@@ -31,16 +33,48 @@ STOP_WAIT_S = 10.0
 """How long a process told to stop (SIGTERM) may take before it is killed."""
 
 
+class Process(Protocol):
+    """What the launch uses of a process: ``subprocess.Popen`` or a ``ForkedProcess``."""
+
+    @property
+    def pid(self) -> int:
+        """Its process ID."""
+
+    @property
+    def stdout(self) -> IO[bytes] | None:
+        """The read end of its standard output, if piped."""
+
+    def poll(self) -> int | None:
+        """Its exit status if it ended, without waiting."""
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Its exit status once it ends (``subprocess.TimeoutExpired`` after ``timeout``)."""
+
+    def send_signal(self, number: int) -> None:
+        """Send it a signal."""
+
+    def terminate(self) -> None:
+        """SIGTERM."""
+
+    def kill(self) -> None:
+        """SIGKILL."""
+
+
 @dataclass
 class Child:
     """A process of the launch, its log, and the thread relaying its events (the server's)."""
 
     name: str
-    popen: subprocess.Popen[bytes]
+    popen: Process
     log_path: Path
     log_file: IO[bytes]
     log_start: int = 0
     relay: threading.Thread | None = None
+
+    def descriptors(self) -> list[int]:
+        """The file descriptors this launch holds for it: its log, its piped output."""
+        piped = [self.popen.stdout.fileno()] if self.popen.stdout is not None else []
+        return [self.log_file.fileno(), *piped]
 
 
 def environment(processes: int) -> dict[str, str]:
@@ -56,30 +90,48 @@ def environment(processes: int) -> dict[str, str]:
 
 def start(
     name: str,
-    command: list[str],
+    args: list[str],
     logs: Path,
     env: dict[str, str],
-    progress: Progress | None = None,
+    *,
+    python: str | None,
+    events: bool = False,
+    siblings: Sequence[Child] = (),
 ) -> Child:
-    """Start ``command`` logging to ``logs/<name>.log``; its stdout goes to ``progress``."""
+    """Start ``vfl ARGS`` logging to ``logs/<name>.log``, its stdout piped if ``events``.
+
+    ``python``: run as ``python -m vfl.cli``; ``None``: forked from this interpreter
+    (``vfl.deploy.forked``; the caller preloaded it). ``relay`` shows the piped events.
+    """
     log_path = logs / f"{name}.log"
     log_file = log_path.open("ab")
-    stdout: IO[bytes] | int = subprocess.PIPE if progress is not None else log_file
-    popen = subprocess.Popen(
-        command, stdout=stdout, stderr=log_file, env=env, start_new_session=True
-    )
-    log.debug("started %s (pid %d), log %s", name, popen.pid, log_path)
-    process = Child(name, popen, log_path, log_file, log_start=log_file.tell())
-    if progress is not None:
-        assert popen.stdout is not None
-        process.relay = threading.Thread(
-            target=relay_events,
-            args=(popen.stdout, log_file, progress),
-            name=f"relay-{name}",
-            daemon=True,
+    popen: Process
+    if python is None:
+        opened = [fd for sibling in siblings for fd in sibling.descriptors()]
+        popen = fork_vfl(args, log_file, env, pipe_stdout=events, siblings=opened)
+    else:
+        stdout: IO[bytes] | int = subprocess.PIPE if events else log_file
+        command = [python, "-m", "vfl.cli", *args]
+        popen = subprocess.Popen(
+            command, stdout=stdout, stderr=log_file, env=env, start_new_session=True
         )
-        process.relay.start()
-    return process
+    log.debug("started %s (pid %d), log %s", name, popen.pid, log_path)
+    return Child(name, popen, log_path, log_file, log_start=log_file.tell())
+
+
+def relay(process: Child, progress: Progress) -> None:
+    """Show the events of ``process``'s standard output with ``progress``, from a thread.
+
+    Started after the last process of the launch (no thread may run while one is forked).
+    """
+    assert process.popen.stdout is not None
+    process.relay = threading.Thread(
+        target=relay_events,
+        args=(process.popen.stdout, process.log_file, progress),
+        name=f"relay-{process.name}",
+        daemon=True,
+    )
+    process.relay.start()
 
 
 def relay_events(source: IO[bytes], log_file: IO[bytes], progress: Progress) -> None:

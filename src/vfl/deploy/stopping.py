@@ -12,15 +12,18 @@ import argparse
 import os
 import shlex
 import signal
-import subprocess
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from vfl.deploy.party_config import PartyConfig
 from vfl.results.files import CHECKPOINT, ERROR
+
+if TYPE_CHECKING:
+    from vfl.deploy.processes import Process
 
 
 def again_command(run_toml: Path, run_dir: Path | None, overrides: Sequence[str]) -> str:
@@ -40,7 +43,7 @@ class LaunchStop:
 
 
 @contextmanager
-def forwarding_signals(processes: Sequence[subprocess.Popen[bytes]]) -> Iterator[LaunchStop]:
+def forwarding_signals(processes: Sequence[Process]) -> Iterator[LaunchStop]:
     """SIGINT and SIGTERM go to the server, ``processes[0]`` (first), or kill them all (second).
 
     ``processes`` may grow while the context is open (the parties start later).

@@ -9,12 +9,29 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+_FORKED_FROM: list[float] = []
+"""``time.monotonic()`` at the start of the process this one was forked from, if it was."""
+
+
+def count_age_from(started: float) -> None:
+    """Count ``process_age`` from ``started``, a ``time.monotonic()`` of the parent's start.
+
+    A forked process's work began in its parent (``vfl launch`` imports torch once for all).
+    """
+    _FORKED_FROM[:] = [started]
+
 
 def process_age() -> float:
-    """Seconds since this process started (Linux's ``/proc``; elsewhere 0)."""
+    """Seconds since this process started (Linux's ``/proc``; elsewhere 0).
+
+    For a process forked by ``vfl launch``: since the launch started (``count_age_from``).
+    """
+    if _FORKED_FROM:
+        return max(0.0, time.monotonic() - _FORKED_FROM[0])
     try:
         with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
             started_ticks = int(stat.read().rpartition(")")[2].split()[19])

@@ -1,0 +1,112 @@
+"""``vfl launch``'s processes forked from one interpreter that imported torch once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from vfl.deploy.forked import ForkedProcess, can_fork, fork_vfl
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="forked processes: Linux only")
+
+
+def test_the_preload_runs_no_thread_so_that_a_launch_can_fork() -> None:
+    # Prepare: a fresh interpreter, as `vfl launch` is
+    script = (
+        "import threading\n"
+        "from vfl.deploy.forked import preload\n"
+        "preload()\n"
+        "import sys\n"
+        "print(threading.active_count(), 'torch._dynamo' in sys.modules)\n"
+    )
+
+    # Execute
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+
+    # Assert: no thread to copy half way; what the optimizers import is loaded once
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "True"]
+
+
+def test_only_this_interpreter_on_linux_is_forked(tmp_path: Path) -> None:
+    # Prepare: another interpreter, here a link to this one's name elsewhere
+    other = tmp_path / "python"
+    other.write_text("#!/bin/sh\n")
+
+    # Execute / Assert
+    assert can_fork(sys.executable)
+    assert not can_fork(str(other))
+
+
+def test_a_forked_command_writes_its_output_and_returns_its_status(tmp_path: Path) -> None:
+    # Prepare
+    log_path = tmp_path / "child.log"
+
+    # Execute: `vfl --version` (status 0, on standard output), `vfl no-such` (status 2)
+    with log_path.open("ab") as log:
+        good = fork_vfl(["--version"], log, dict(os.environ), pipe_stdout=True)
+        assert good.stdout is not None
+        printed = good.stdout.read().decode()
+        good_status = good.wait(timeout=60)
+        good.stdout.close()
+        bad = fork_vfl(["no-such-command"], log, dict(os.environ), pipe_stdout=False)
+        bad_status = bad.wait(timeout=60)
+
+    # Assert: each exit status as the command's; the failure's line in its log
+    assert good_status == 0 and printed.startswith("vfl ")
+    assert bad_status == 2
+    assert "invalid choice: 'no-such-command'" in log_path.read_text()
+
+
+def _adult_line(env: dict[str, str], log_path: Path) -> str:
+    with log_path.open("ab") as log:
+        child = fork_vfl(["data", "list"], log, env, pipe_stdout=True)
+        assert child.stdout is not None
+        printed = child.stdout.read().decode()
+        assert child.wait(timeout=60) == 0, log_path.read_text()
+        child.stdout.close()
+    return next(line for line in printed.splitlines() if line.startswith("adult "))
+
+
+def test_a_forked_command_gets_the_environment_it_is_given(tmp_path: Path) -> None:
+    # Prepare: two data caches, Adult's files in one only (VFL_DATA_DIR, read by `vfl data list`)
+    holding, empty = tmp_path / "holding", tmp_path / "empty"
+    (holding / "adult").mkdir(parents=True)
+    empty.mkdir()
+    for name in ("adult.data", "adult.test"):
+        (holding / "adult" / name).touch()
+
+    # Execute
+    seen_holding = _adult_line(dict(os.environ, VFL_DATA_DIR=str(holding)), tmp_path / "a.log")
+    seen_empty = _adult_line(dict(os.environ, VFL_DATA_DIR=str(empty)), tmp_path / "b.log")
+
+    # Assert: each child read its own environment
+    assert seen_holding.split()[1] == "cached"
+    assert seen_empty.split()[1:3] == ["not", "cached"]
+
+
+def test_a_forked_process_times_out_and_stops_on_a_signal() -> None:
+    # Prepare: a child that waits
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        time.sleep(60)
+        os._exit(0)
+    process = ForkedProcess(pid, None)
+
+    # Execute
+    with pytest.raises(subprocess.TimeoutExpired):
+        process.wait(timeout=0.2)
+    still_running = process.poll()
+    process.terminate()
+    status = process.wait(timeout=10)
+
+    # Assert: it ran until told, then ended by SIGTERM (as Popen reports it)
+    assert still_running is None
+    assert status == -signal.SIGTERM
+    process.kill()  # an ended process: nothing is sent
