@@ -224,3 +224,17 @@ def test_only_a_process_s_own_command_skips_the_final_garbage_collection(
     # Assert
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == str(frozen)
+
+
+def test_an_epoch_resumed_part_way_says_its_wall_time_counts_from_the_resume() -> None:
+    # Prepare: a record whose training time (0.3 s, the rounds before the stop included) is more
+    # than the wall time since the resume (0.1 s), and an epoch run whole (negative control)
+    record = {"epoch": 2, "train_loss": 0.5, "test_loss": 0.4, "epoch_train_seconds": 0.3}
+
+    # Execute
+    resumed = describe(record, wall_s=0.1)
+    whole = describe(record, wall_s=0.6)
+
+    # Assert
+    assert resumed.endswith("| 0.1 s since the resume (training 0.3 s in all)")
+    assert whole.endswith("| 0.6 s (training 0.3 s)")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.deploy.scenario import make_scenario, run_launch
 from vfl.deploy.forked import ForkedProcess, can_fork, fork_vfl
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="forked processes: Linux only")
@@ -110,3 +111,24 @@ def test_a_forked_process_times_out_and_stops_on_a_signal() -> None:
     assert still_running is None
     assert status == -signal.SIGTERM
     process.kill()  # an ended process: nothing is sent
+
+
+@pytest.mark.slow
+def test_a_launch_forks_on_the_cpu_and_starts_each_process_anew_otherwise(
+    tmp_path: Path,
+) -> None:
+    # Prepare: the same deployment twice, on the CPU and with train.device = "auto" (the CPU on
+    # this machine, CUDA where there is one: a fork after CUDA was touched breaks the children)
+    on_cpu = make_scenario(tmp_path / "cpu", epochs=1)
+    on_auto = make_scenario(tmp_path / "auto", epochs=1, train=['device = "auto"'])
+
+    # Execute
+    forked = run_launch(on_cpu)
+    started = run_launch(on_auto)
+
+    # Assert: both train; only the CPU launch imported torch once and forked its processes
+    assert forked.returncode == 0, forked.stderr
+    assert started.returncode == 0, started.stderr
+    assert "loaded torch and vfl once for the server and 2 parties" in forked.stderr
+    assert "loaded torch and vfl once" not in started.stderr
+    assert "epoch 1 | " in forked.stderr and "epoch 1 | " in started.stderr

@@ -76,12 +76,24 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     score.add_argument("--cert", required=True, help="a client certificate (client-<name>)")
     score.add_argument("--key", required=True, help="its private key")
     score.add_argument("--server-name", default="", help="the name the server's certificate has")
-    score.add_argument("--timeout-s", type=float, default=30.0, help="(default: 30)")
+    score.add_argument(
+        "--timeout-s",
+        type=float,
+        default=30.0,
+        help="seconds to wait for the server's answer, connecting included (default: 30)",
+    )
     score.set_defaults(handler=handlers.handle_score)
 
     certs = commands.add_parser("certs", help="create a test CA, certificates and party tokens")
     certs.add_argument("--out", type=Path, required=True, help="directory for the files")
-    certs.add_argument("--parties", type=int, nargs="+", required=True, metavar="ID")
+    certs.add_argument(
+        "--parties",
+        type=int,
+        nargs="+",
+        required=True,
+        metavar="ID",
+        help="party IDs as in RUN.toml (party-ID.pem, .key and .token each)",
+    )
     certs.add_argument(
         "--server-name",
         action="append",

@@ -139,7 +139,10 @@ def launch(
     server_args += [] if predict is None else predict.server_args()
     party_mode = ["--resume"] if resume else [] if predict is None else ["--predict"]
     env = environment(len(deployment.parties) + 1)
-    forking = _preloaded(python, len(deployment.parties), progress)
+    on_cpu = config.train.device == "cpu" and all(
+        party.device in ("", "cpu") for party in parties.values()
+    )
+    forking = _preloaded(python, len(deployment.parties), progress) if on_cpu else python
     processes: list[Child] = []
     popens: list[Process] = []
     with forwarding_signals(popens) as stop:
@@ -179,7 +182,9 @@ def _preloaded(python: str, parties: int, progress: Progress) -> str | None:
     """``None`` once this interpreter has imported what the processes need, else ``python``.
 
     ``None``: the processes are forked from this interpreter (``vfl.deploy.forked``); else
-    ``python`` runs each of them.
+    ``python`` runs each of them. Only for a launch on the CPU: a process that forks after
+    torch has touched CUDA gets children that cannot use it, and whether torch's and vfl's
+    imports touch it has not been checked on a GPU.
     """
     if not can_fork(python):
         return python

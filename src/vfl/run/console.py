@@ -51,7 +51,9 @@ def describe(record: dict[str, Any], wall_s: float | None = None) -> str:
     """One line for an epoch's metrics record.
 
     ``epoch 3 | train_loss 0.41 | ... | train_traffic 1.0 MiB | 0.6 s (training 0.2 s)``: the
-    epoch's wall time (``wall_s``: training, evaluation, checkpoint) and its training time.
+    epoch's wall time (``wall_s``: training, evaluation, checkpoint) and its training time. An
+    epoch resumed part way says ``0.1 s since the resume (training 0.3 s in all)``: its training
+    time counts the rounds before the stop too.
     """
     parts = [f"epoch {record['epoch']}"]
     if record["train_loss"] is not None:
@@ -63,7 +65,12 @@ def describe(record: dict[str, Any], wall_s: float | None = None) -> str:
     if "epsilon" in record:
         parts.append(f"epsilon {record['epsilon']:.3g}")
     training = f"{record['epoch_train_seconds']:.1f} s"
-    parts.append(training if wall_s is None else f"{wall_s:.1f} s (training {training})")
+    if wall_s is None:
+        parts.append(training)
+    elif wall_s < record["epoch_train_seconds"]:  # the epoch began before a resume
+        parts.append(f"{wall_s:.1f} s since the resume (training {training} in all)")
+    else:
+        parts.append(f"{wall_s:.1f} s (training {training})")
     return " | ".join(parts)
 
 
