@@ -25,6 +25,7 @@ from vfl.config.io import from_mapping
 from vfl.config.mechanisms import draws_with_a_sampler
 from vfl.data.encoding import TableEncoder
 from vfl.deploy.audit import audited
+from vfl.deploy.boost_party import BoostAnswering
 from vfl.deploy.data import HolderSplit, fit_features, load_party_tables
 from vfl.deploy.dispatch import answer
 from vfl.deploy.messages import (
@@ -102,8 +103,12 @@ class PartyRuntime:
         self.encoder: TableEncoder | None = None
         ids = {split: table.ids for split, table in self.tables.items()}
         psi = PsiResponder(party_id, ids, state.save_alignment, rng=rng)
+        self.boost = BoostAnswering(
+            party_id, self.tables, state.load_alignment, categorical=categorical
+        )
         self._handlers: dict[type[Message], Callable[[Any], Message]] = {
             **psi.handlers(),
+            **self.boost.handlers(),
             SetupRequest: self._setup,
             CheckpointRequest: self._checkpoint,
             ExportRequest: self._export,
