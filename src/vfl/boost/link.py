@@ -112,6 +112,20 @@ class TransportLink:
         return queues
 
 
+class AnsweringHolder(Protocol):
+    """A holder that answers SecureBoost requests: a ``PassiveBooster``, or a bundle's rules."""
+
+    party: int
+
+    def handle(self, request: Request) -> Reply:
+        """Answer one request."""
+        ...
+
+    def request_limit(self) -> int:
+        """The most bytes a request to it can legitimately take."""
+        ...
+
+
 class PassiveAnswers:
     """A passive holder's answers to wire messages, with requests in pieces put together.
 
@@ -120,7 +134,7 @@ class PassiveAnswers:
         clock: Adds up the holder's own seconds (in-process runs).
     """
 
-    def __init__(self, holder: PassiveBooster, clock: HolderClock | None = None) -> None:
+    def __init__(self, holder: AnsweringHolder, clock: HolderClock | None = None) -> None:
         self.holder = holder
         self.clock = clock
         self._assembler = PieceAssembler(holder.party)

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from vfl.boost.holder_bundle import holder_bundle
 from vfl.boost.link import PassiveAnswers
 from vfl.boost.passive import PassiveBooster
 from vfl.boost.pieces import BoostPart
@@ -127,6 +129,16 @@ class BoostAnswering:
             BOOST_REQUESTS, self._answer
         )
         return {BoostSetupRequest: self._setup, **answers}
+
+    def export(self, folder: Path, fingerprint: str) -> None:
+        """Write this holder's bundle (its split rules and its encoding) into ``folder``."""
+        if self.role is None:
+            raise ProtocolError(f"party {self.party_id}: bundle export before the set-up")
+        preprocessing = {"kind": "table", "encoder": self.role.encoder.as_dict()}
+        bundle = holder_bundle(
+            self.role.holder, fingerprint=fingerprint, extra={"preprocessing": preprocessing}
+        )
+        bundle.save(folder)
 
     def _setup(self, request: BoostSetupRequest) -> SetupReply:
         alignment = self.load_alignment(request.alignment)

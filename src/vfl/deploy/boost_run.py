@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from vfl.boost.holder_bundle import label_holder_bundle
 from vfl.boost.params import BoostParams
 from vfl.boost.timing import TreeReport
 from vfl.config import RunConfig
@@ -26,10 +27,14 @@ from vfl.deploy.boost_server import (
     tree_line,
 )
 from vfl.deploy.config import DeploymentConfig
+from vfl.deploy.control import ask
 from vfl.deploy.data import LabelTables
+from vfl.deploy.export import deployed_fingerprint
+from vfl.deploy.messages import ControlAck, ExportRequest
 from vfl.deploy.phases import SetupPhases
 from vfl.errors import ConfigError
 from vfl.results.files import SUMMARY, RunDirectory
+from vfl.run.bundles import BUNDLE, SERVER
 from vfl.transport.grpc_transport import GrpcTransport
 from vfl.wire import Shutdown
 
@@ -98,12 +103,33 @@ def run_boost(
         on_tree=on_tree,
     )
     wall_time = time.monotonic() - started
+    if config.output.bundle:
+        export_bundles(config, deployed, transport, alignment, run, labels.classes)
     transport.request({p: Shutdown(round=0) for p in transport.party_ids}, phase="setup")
     transport.close()
     summary = boost_summary(deployed, wall_time)
     summary["setup"] = phases.summary()
     run.write_json(SUMMARY, summary)
     return summary
+
+
+def export_bundles(
+    config: RunConfig,
+    deployed: DeployedBoost,
+    transport: GrpcTransport,
+    alignment: Alignment,
+    run: RunDirectory,
+    classes: tuple[str, ...],
+) -> str:
+    """Every party writes its own bundle, then the server its own; returns the fingerprint."""
+    fingerprint = deployed_fingerprint(config, alignment.id)
+    request = ExportRequest(round=0, fingerprint=fingerprint)
+    ask(transport, dict.fromkeys(transport.party_ids, request), ControlAck)
+    bundle = label_holder_bundle(
+        deployed.active, transport.party_ids, fingerprint=fingerprint, classes=classes
+    )
+    bundle.save(run.file(BUNDLE) / SERVER)
+    return fingerprint
 
 
 def boost_summary(deployed: DeployedBoost, wall_time: float) -> dict[str, Any]:

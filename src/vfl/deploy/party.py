@@ -45,7 +45,7 @@ from vfl.errors import ProtocolError
 from vfl.models.device import resolve_device
 from vfl.results.metrics import Task
 from vfl.roles.party import Party
-from vfl.run.bundles import BUNDLE, export_party
+from vfl.run.bundles import BUNDLE, export_party, party_folder
 from vfl.run.compose import Blueprint, build_party
 from vfl.run.deployment import PartyNetwork, build_party_link
 from vfl.run.models import ConfigModels, embedding_width
@@ -183,6 +183,11 @@ class PartyRuntime:
         return ControlAck(round=request.round)
 
     def _export(self, request: ExportRequest) -> ControlAck:
+        if self.boost.role is not None:
+            folder = self.state.directory / BUNDLE / party_folder(self.party_id)
+            self.boost.export(folder, request.fingerprint)
+            log.info("exported this party's SecureBoost bundle to %s", folder)
+            return ControlAck(round=request.round)
         if self.party is None or self.config is None or self.encoder is None:
             raise ProtocolError(f"party {self.party_id}: bundle export requested before setup")
         folder = export_party(
