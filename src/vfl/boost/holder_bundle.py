@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vfl.boost.active import ActiveBooster
-from vfl.boost.link import Link
+from vfl.boost.link import Link, local_link
 from vfl.boost.messages import Reply, Request, RouteReply, RouteRequest
 from vfl.boost.objectives import Objective
 from vfl.boost.passive import PassiveBooster
@@ -40,6 +40,7 @@ FORMAT = "vfl-secureboost-holder"
 VERSION = 1
 LABEL_HOLDER = "label_holder"
 HOLDER = "holder"
+PREDICT_TABLE = "predict"
 
 
 @dataclass
@@ -336,3 +337,31 @@ def holder_bundle(
         splits=holder.splits,
         extra=dict(extra or {}),
     )
+
+
+def predict_from_bundles(
+    label_holder: HolderBundle,
+    holders: Mapping[int, tuple[HolderBundle, npt.NDArray[np.floating]]],
+    own_features: npt.NDArray[np.floating],
+) -> npt.NDArray[np.float64]:
+    """Margins of new rows from every holder's bundle, all in this process.
+
+    Args:
+        label_holder: The label holder's bundle.
+        holders: Each other holder's bundle and its columns of the rows, by party.
+        own_features: The label holder's columns of the rows.
+
+    Raises:
+        DataError: if a holder is missing or its bundle comes from another run.
+    """
+    check_same_model(label_holder, [bundle for bundle, _ in holders.values()])
+    if sorted(holders) != sorted(label_holder.parties):
+        raise DataError(
+            f"the model's holders are parties {list(label_holder.parties)}; bundles and rows"
+            f" were given for {sorted(holders)}"
+        )
+    answering = {}
+    for party, (bundle, features) in holders.items():
+        answering[party] = RuleHolder(bundle)
+        answering[party].attach(PREDICT_TABLE, features)
+    return label_holder.predict_margins(local_link(answering), PREDICT_TABLE, own_features)

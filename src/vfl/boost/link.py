@@ -18,7 +18,6 @@ from typing import Protocol
 
 from vfl.boost.codec import from_wire, to_wire
 from vfl.boost.messages import Reply, Request
-from vfl.boost.passive import PassiveBooster
 from vfl.boost.pieces import BoostPart, PieceAssembler, part_ack, pieces
 from vfl.errors import ProtocolError, WireError
 from vfl.transport.base import PartyEndpoint, Transport
@@ -158,12 +157,12 @@ class PassiveAnswers:
         return to_wire(reply)
 
 
-def passive_endpoint(holder: PassiveBooster, clock: HolderClock | None = None) -> PartyEndpoint:
+def passive_endpoint(holder: AnsweringHolder, clock: HolderClock | None = None) -> PartyEndpoint:
     """The holder's side of any transport: wire message in, its answer's wire message out."""
     return PartyEndpoint(holder.party, PassiveAnswers(holder, clock).handle)
 
 
-def local_link(holders: Mapping[int, PassiveBooster]) -> TransportLink:
+def local_link(holders: Mapping[int, AnsweringHolder]) -> TransportLink:
     """Holders of this process behind the in-process transport (every frame encoded and counted)."""
     clock = HolderClock()
     endpoints = {party: passive_endpoint(holders[party], clock) for party in sorted(holders)}
