@@ -17,12 +17,14 @@ from tests.deploy.scenario import make_scenario
 from vfl.boost import BoostParams, secureboost_structure, train_secureboost
 from vfl.boost.wire_messages import BoostKeyAnnounce
 from vfl.deploy.alignment import align
+from vfl.deploy.boost_run import boost_plan, is_boost
 from vfl.deploy.boost_server import BoostPlan, setup_holders, train_deployed
 from vfl.deploy.config import load_party_config, load_run_config
 from vfl.deploy.data import fit_features, load_labels, load_party_tables
 from vfl.deploy.party import PartyRuntime
+from vfl.deploy.server import run_server
 from vfl.deploy.state import PartyState
-from vfl.errors import ProtocolError
+from vfl.errors import ConfigError, ProtocolError
 from vfl.transport.base import PartyEndpoint
 from vfl.transport.retry import RetryPolicy
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
@@ -99,3 +101,33 @@ def test_a_boost_message_before_the_set_up_is_refused(tmp_path: Path) -> None:
         ProtocolError, match="party 1 got a BoostKeyAnnounce before the SecureBoost set-up"
     ):
         runtime.handle(BoostKeyAnnounce(0, b"\x01" * 256))
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "deploy" / "secureboost" / "RUN.toml"
+
+
+def test_the_example_reads_as_a_secureboost_plan() -> None:
+    # Execute
+    config, deployment = load_run_config(EXAMPLE)
+    plan = boost_plan(config)
+
+    # Assert
+    assert is_boost(config) and [p.id for p in deployment.parties] == [1, 2, 3]
+    assert plan.params == BoostParams(num_trees=3, max_depth=3, learning_rate=0.3, max_bin=32)
+    assert plan.key_bits == 2048 and plan.workers is None
+
+
+def test_a_label_holder_with_columns_is_refused_in_a_deployment() -> None:
+    # Execute / Assert
+    with pytest.raises(ConfigError, match="active_party must be 0 in a deployment: the server"):
+        load_run_config(EXAMPLE, ["protocol.active_party=1"])
+
+
+def test_a_deployed_secureboost_run_is_not_resumed(tmp_path: Path) -> None:
+    # Prepare
+    config, deployment = load_run_config(EXAMPLE)
+
+    # Execute / Assert: refused before anything is read or written
+    with pytest.raises(ConfigError, match="cannot be resumed yet"):
+        run_server(config, deployment, tmp_path / "run", resume=True)
+    assert not (tmp_path / "run").exists()

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from tests.cli.runs import vfl_process
-from vfl.boost import BoostParams, secureboost_structure, train_secureboost
+from vfl.boost import BoostParams, SecureBoostRun, secureboost_structure, train_secureboost
 from vfl.boost.holder_bundle import (
     HOLDER,
     LABEL_HOLDER,
@@ -47,7 +47,7 @@ POSITIVE = "probability_>50K"
 
 
 def sigmoid(margins: np.ndarray) -> np.ndarray:
-    return 1 / (1 + np.exp(-margins))
+    return np.asarray(1 / (1 + np.exp(-margins)))
 
 
 def make_example(folder: Path) -> Path:
@@ -67,7 +67,9 @@ def make_example(folder: Path) -> Path:
     return folder / "RUN.toml"
 
 
-def in_process(folder: Path, run_dir: Path) -> tuple[object, dict[int, np.ndarray], np.ndarray]:
+def in_process(
+    folder: Path, run_dir: Path
+) -> tuple[SecureBoostRun, dict[int, np.ndarray], np.ndarray]:
     """``train_secureboost`` on the deployment's aligned, encoded rows; its test blocks and IDs."""
     config, _ = load_run_config(folder / "RUN.toml")
     labels = load_labels(config.data)

@@ -28,7 +28,7 @@ import numpy.typing as npt
 from vfl.boost.active import ActiveBooster
 from vfl.boost.link import Link, local_link
 from vfl.boost.messages import Reply, Request, RouteReply, RouteRequest
-from vfl.boost.objectives import Objective
+from vfl.boost.params import OBJECTIVES
 from vfl.boost.passive import PassiveBooster
 from vfl.boost.predict import margins, route
 from vfl.boost.tree import LEAF, Node, SplitRule, SplitTable, Tree
@@ -154,7 +154,10 @@ def load_bundle(folder: Path, *, role: str) -> HolderBundle:
     )
     bundle.trees = [_tree(reader, t, nodes) for t, nodes in enumerate(reader.items("trees"))]
     if role == LABEL_HOLDER:
-        Objective(bundle.objective)  # refuses an unknown one, naming it
+        if bundle.objective not in OBJECTIVES:
+            raise DataError(
+                f"{path}: objective {bundle.objective!r} is not one of {list(OBJECTIVES)}"
+            )
         _check_owners(path, bundle)
     return bundle
 

@@ -32,7 +32,6 @@ from vfl.deploy.data import LabelTables
 from vfl.deploy.export import deployed_fingerprint
 from vfl.deploy.messages import ControlAck, ExportRequest
 from vfl.deploy.phases import SetupPhases
-from vfl.errors import ConfigError
 from vfl.results.files import SUMMARY, RunDirectory
 from vfl.run.bundles import BUNDLE, SERVER
 from vfl.transport.grpc_transport import GrpcTransport
@@ -47,18 +46,7 @@ def is_boost(config: RunConfig) -> bool:
 
 
 def boost_plan(config: RunConfig) -> BoostPlan:
-    """The run's ``[boost]`` table as what the label holder grows.
-
-    Raises:
-        ConfigError: if ``protocol.active_party`` is set: in a deployment the server holds the
-            labels and no columns.
-    """
-    if config.protocol.active_party != 0:
-        raise ConfigError(
-            f"protocol.active_party = {config.protocol.active_party}: in a deployment the"
-            " SecureBoost label holder is the server, which holds no columns; set it to 0 (every"
-            " party's columns stay with its own process)"
-        )
+    """The run's ``[boost]`` table as what the label holder (the server, no columns) grows."""
     boost = config.boost
     params = BoostParams(
         num_trees=boost.num_trees,

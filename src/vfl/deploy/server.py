@@ -24,7 +24,7 @@ import torch
 from vfl.config import RunConfig
 from vfl.config.io import to_toml
 from vfl.deploy.alignment import Alignment, align
-from vfl.deploy.boost_run import boost_plan, is_boost, run_boost
+from vfl.deploy.boost_run import is_boost, run_boost
 from vfl.deploy.config import DeploymentConfig
 from vfl.deploy.coordinator import Coordinator
 from vfl.deploy.data import LabelTables, load_labels
@@ -97,13 +97,11 @@ def run_server(
             change on resume (as ``vfl run --resume``).
         ProtocolError: if parties fail and do not recover, naming them.
     """
-    if is_boost(config):  # refused before a file is read or written
-        boost_plan(config)
-        if resume:
-            raise ConfigError(
-                "a deployed SecureBoost run cannot be resumed yet (it keeps no checkpoints per"
-                " tree): start it again in a new run directory"
-            )
+    if is_boost(config) and resume:  # refused before a file is read or written
+        raise ConfigError(
+            "a deployed SecureBoost run cannot be resumed yet (it keeps no checkpoints per"
+            " tree): start it again in a new run directory"
+        )
     tls = server_tls(deployment.tls)
     run = check_run_directory(run_dir, resume, resume_command, config=config, source=source)
     run.clear_failure()
