@@ -3,7 +3,9 @@
 The process dials the server and then only answers: PSI steps with its own IDs, a setup request
 (the run config as TOML) from which it builds its ``Party`` with the composition root (``vfl.run``)
 exactly as the simulator does, the protocol's training messages, and checkpoint requests after
-every epoch. Its data never leaves the process; its IDs leave only blinded.
+every epoch. Its data never leaves the process; its IDs leave only blinded. For a SecureBoost
+run (``protocol.name = "secureboost"``) the set-up is a ``BoostSetupRequest`` instead, after
+which the party answers as a passive holder of its aligned columns (``vfl.deploy.boost_party``).
 """
 
 from __future__ import annotations
