@@ -30,7 +30,10 @@ def _overrides(name: str) -> list[str]:
     return [f"protocol.name={name}", "model.bottom.embedding_dim=2", *mechanism]
 
 
-@pytest.mark.parametrize("name", PROTOCOLS.names())
+LOOP_PROTOCOLS = [name for name in PROTOCOLS.names() if PROTOCOLS[name].runner == "server_loop"]
+
+
+@pytest.mark.parametrize("name", LOOP_PROTOCOLS)
 def test_every_registered_protocol_builds_its_loop_from_its_name(name: str) -> None:
     # Prepare
     entry = PROTOCOLS[name]

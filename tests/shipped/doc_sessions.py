@@ -94,6 +94,12 @@ def _free_port_in_deploy_example(root: Path, values: dict[str, str]) -> None:
         path.write_text(text)
 
 
+def _free_port_in_boost_example(root: Path, values: dict[str, str]) -> None:
+    """The copied SecureBoost deployment listens and dials on a free port instead of 50051."""
+    for path in (root / "examples" / "deploy" / "secureboost").glob("*.toml"):
+        path.write_text(path.read_text().replace("50051", values["port"]))
+
+
 def _after_a_quick_start(root: Path, values: dict[str, str]) -> None:
     """``examples/deploy`` as docs/deployment.md's quick start leaves it (what a copy must skip)."""
     _free_port_in_deploy_example(root, values)
@@ -578,6 +584,70 @@ SLOW = (
             ),
         ),
         slow=True,
+    ),
+    Session(
+        "secureboost-deployment",
+        (
+            Step(
+                SECUREBOOST,
+                ".venv/bin/python examples/deploy/secureboost/make_data.py --out"
+                " examples/deploy/secureboost/data",
+                add="--rows 300",
+                files=("examples/deploy/secureboost/data/party3_train.csv",),
+            ),
+            Step(
+                SECUREBOOST,
+                "vfl certs --out examples/deploy/secureboost/certs --parties 1 2 3 --clients"
+                " analyst",
+                files=("examples/deploy/secureboost/certs/client-analyst.pem",),
+            ),
+            Step(
+                SECUREBOOST,
+                "vfl launch examples/deploy/secureboost/RUN.toml",
+                add="--set boost.num_trees=2",
+                shown=("parties set up as SecureBoost holders", "final: test_loss"),
+                expect=("PSI: aligning 300 train and 16281 test IDs with 3 parties", "tree 2/2: "),
+                files=(
+                    "examples/deploy/secureboost/runs/secureboost-example/bundle/server/"
+                    "secureboost.json",
+                    "examples/deploy/secureboost/state/party2/bundle/party-2/secureboost.json",
+                ),
+            ),
+            Step(
+                SECUREBOOST,
+                "vfl launch examples/deploy/secureboost/RUN.toml --predict --model"
+                " examples/deploy/secureboost/runs/secureboost-example --data"
+                " examples/deploy/secureboost/data/labels_test.csv",
+                expect=("16281 predictions written to",),
+                files=("examples/deploy/secureboost/runs/secureboost-example/predictions.csv",),
+            ),
+            Step(
+                SECUREBOOST,
+                "vfl serve --config examples/deploy/secureboost/RUN.toml --model"
+                " examples/deploy/secureboost/runs/secureboost-example &",
+                background=True,
+                ready="port:{port}",
+            ),
+            *(
+                Step(
+                    SECUREBOOST,
+                    f"vfl party --config examples/deploy/secureboost/party{party}.toml --serve &",
+                    background=True,
+                    ready="err:connected to",
+                )
+                for party in (1, 2, 3)
+            ),
+            Step(
+                SECUREBOOST,
+                "vfl score localhost:50051 t0 t1 --ca examples/deploy/secureboost/certs/ca.pem"
+                " --cert examples/deploy/secureboost/certs/client-analyst.pem --key"
+                " examples/deploy/secureboost/certs/client-analyst.key",
+                replace=PORT,
+                expect=('"t0"', '"t1"', '">50K"'),
+            ),
+        ),
+        slow=True,
+        prepare=_free_port_in_boost_example,
     ),
     Session(
         "secureboost-measurements",

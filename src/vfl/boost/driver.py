@@ -84,13 +84,13 @@ def train_secureboost(
     reports = []
     try:
         for _ in range(params.num_trees):
-            reports.append(_grow_counted(active, link))
+            reports.append(grow_counted(active, link))
     finally:
         active.pool.close()
     return SecureBoostRun(active, passives, link, reports)
 
 
-def _grow_counted(active: ActiveBooster, link: TransportLink) -> TreeReport:
+def grow_counted(active: ActiveBooster, link: TransportLink) -> TreeReport:
     """One tree, with the ledger's bytes of its frames and the time its messages took."""
     transport_before = link.transport_seconds
     report = active.grow_tree(link)

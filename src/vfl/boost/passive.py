@@ -83,6 +83,18 @@ class PassiveBooster:
         """Training rows."""
         return len(self._codes)
 
+    def request_limit(self) -> int:
+        """The most bytes a request to this holder can legitimately take (bounds pieces).
+
+        The largest requests are a tree's gradients (one ciphertext per training row) and a
+        prediction depth's lookups (at most one row position per record and row of a table);
+        1 MiB more covers every request's fixed fields.
+        """
+        width = self._key.ciphertext_size if self._key is not None else 0
+        rows = max(len(table) for table in self._tables.values())
+        records = max(len(self.splits.rules), 1)
+        return 2**20 + max(self.num_rows * width, (8 * rows + 16) * records)
+
     def attach(self, name: str, features: npt.NDArray[np.floating]) -> None:
         """Hold ``features`` (this holder's columns of other rows) as table ``name``."""
         self._tables[name] = check_features(features, width=len(self.bins))

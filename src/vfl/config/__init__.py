@@ -7,6 +7,7 @@ between fields; ``io`` typed TOML loading and overrides.
 
 from vfl.config import rules as rules  # imported for its effect: registers every rule
 from vfl.config.attack import AttackConfig
+from vfl.config.boost import BoostConfig
 from vfl.config.protocols import ProtocolConfig
 from vfl.config.schema import RunConfig, load_config
 from vfl.config.sections import (
@@ -33,6 +34,7 @@ from vfl.config.stages import (
 __all__ = [
     "TARGET_METRICS",
     "AttackConfig",
+    "BoostConfig",
     "BottomConfig",
     "CompressConfig",
     "CompressorConfig",

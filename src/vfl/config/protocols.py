@@ -1,11 +1,14 @@
 """The ``[protocol]`` section and the protocols by name: one ``register_protocol`` line each.
 
-A protocol's registration carries its ``protocol.name``, the ``"module:Class"`` of its
-server-side loop (a ``vfl.protocol.loop.ServerLoop``; only ``vfl.run.loops`` resolves
-it, so that this module stays light) and its capabilities: who holds the labels, the parties'
-schedule, and whether it runs only under a mechanism that asks for it (``private_sum`` under
-PBM). ``protocol.labels`` and ``protocol.schedule`` follow from the name; set on their own, they
-still choose the protocol as they did before names existed, with one deprecation line.
+A protocol's registration carries its ``protocol.name``, what runs it (``runner``: a
+server-side loop, a ``vfl.protocol.loop.ServerLoop`` that the epoch loop drives, or a tree
+trainer that grows boosted trees; only ``vfl.run`` resolves the ``"module:name"`` it names, so
+that this module stays light) and its capabilities: who holds the labels, the parties'
+schedule, whether it runs only under a mechanism that asks for it (``private_sum`` under
+PBM), the config table of its own (``[boost]``) and the settings it does not read (refused
+with one line naming the key when set). ``protocol.labels`` and ``protocol.schedule`` follow
+from the name; set on their own, they still choose the protocol as they did before names
+existed, with one deprecation line.
 
 Example:
     >>> PROTOCOLS["shared_labels"].labels, PROTOCOLS["sequential"].schedule
@@ -30,6 +33,7 @@ PROTOCOL_MODULE = "vfl.protocol"
 
 Labels = Literal["private", "shared"]
 Schedule = Literal["parallel", "sequential"]
+Runner = Literal["server_loop", "trees"]
 
 
 @dataclass(frozen=True)
@@ -38,11 +42,18 @@ class ProtocolEntry:
 
     Attributes:
         name: Its ``protocol.name``.
-        loop: ``"module:Class"`` of its ``ServerLoop`` subclass.
+        loop: ``"module:name"`` of what runs it: for ``runner = "server_loop"`` its
+            ``ServerLoop`` subclass; for ``"trees"`` its trainer function.
         labels: ``private``: only the server holds labels; ``shared``: every party does.
         schedule: ``parallel`` or ``sequential`` party steps.
         by_mechanism: It runs only under a privacy mechanism whose registration names it (and
             such a mechanism runs only under it).
+        runner: ``server_loop``: the epoch loop (``vfl.run.fit``) drives its ``ServerLoop``
+            round by round; ``trees``: its trainer grows boosted trees, one checkpoint per tree.
+        section: The run config's table that only it reads (``boost``); empty for none. Set
+            under another protocol, that table is refused.
+        ignores: Dotted tables or keys of the run config it does not read (``model``,
+            ``train.optimizer``); a value other than the default there is refused, naming it.
     """
 
     name: str
@@ -50,6 +61,9 @@ class ProtocolEntry:
     labels: Labels = "private"
     schedule: Schedule = "parallel"
     by_mechanism: bool = False
+    runner: Runner = "server_loop"
+    section: str = ""
+    ignores: tuple[str, ...] = ()
 
 
 PROTOCOLS: Registry[ProtocolEntry] = Registry("protocol", key="protocol.name")
@@ -86,6 +100,47 @@ register_protocol(
 register_protocol(
     ProtocolEntry(
         "private_sum", f"{PROTOCOL_MODULE}.private_sum:PrivateSumTraining", by_mechanism=True
+    )
+)
+
+
+TREES_IGNORE = (
+    "model",
+    "train.epochs",
+    "train.batch_size",
+    "train.eval_batch_size",
+    "train.shuffle",
+    "train.drop_last",
+    "train.seed",
+    "train.optimizer",
+    "train.checkpoint_every",
+    "train.eval_at_start",
+    "train.eval_every",
+    "train.threads",
+    "train.device",
+    "protocol.mode",
+    "protocol.local_steps",
+    "protocol.proximal_mu",
+    "protocol.pipeline",
+    "compress",
+    "privacy",
+    "lightweight",
+    "target",
+    "attack",
+    "output.tensorboard",
+)
+"""What a tree trainer does not read: the neural models, their optimizer and batches, the
+neural pipeline's stages, attacks and targets. It reads ``[data]``, ``[partition]``, its own
+table, ``protocol.active_party`` (the label holder; 0: a label holder without columns),
+``train.checkpoint`` (one checkpoint per tree) and ``[output]``."""
+
+register_protocol(
+    ProtocolEntry(
+        "secureboost",
+        "vfl.run.boosting:train_trees",
+        runner="trees",
+        section="boost",
+        ignores=TREES_IGNORE,
     )
 )
 
@@ -169,7 +224,10 @@ class ProtocolConfig(Section):
     Attributes:
         name: The protocol (its server-side loop): ``split`` (split learning, FedBCD-p),
             ``sequential`` (FedBCD-s), ``shared_labels`` (C-VFL Algorithm 1), ``private_sum``
-            (VFL-PBM; with ``privacy.mechanism = "pbm"``, which also picks it); ``auto``: the
+            (VFL-PBM; with ``privacy.mechanism = "pbm"``, which also picks it),
+            ``secureboost`` (vertical gradient-boosted trees, set by ``[boost]``; it reads
+            ``[data]``, ``[partition]``, ``active_party``, ``train.checkpoint`` and ``[output]``
+            and refuses the neural settings); ``auto``: the
             one the mechanism asks for, else ``split``. The name sets ``labels`` and
             ``schedule``; setting those instead of the name still works, with a deprecation
             line.
@@ -187,6 +245,8 @@ class ProtocolConfig(Section):
             updated embedding; private labels only).
         active_party: The party (1..M) whose features live with the label holder (FedBCD's
             party K): its exchanges stay in the server's process and cost no bytes. 0 = none.
+            Under ``secureboost``: the label holder, whose columns join the trees in the clear
+            (0: a label holder with no columns of its own).
         pipeline: Send a round's gradients together with the next round's batch (one message
             to each party and one reply per round instead of two of each; private labels with
             the parallel schedule, and VFL-PBM). Every party takes the same steps in the same

@@ -1,4 +1,4 @@
-"""Every cross-field rule of the run config: here, and in ``rules_privacy`` and ``rules_roles``.
+"""Every cross-field rule of the run config: here and in the other ``rules_*`` modules.
 
 A rule is registered for one section class with ``@rule(Cls)`` and runs whenever such a section
 is built, after the field constraints declared next to its fields. Keys are relative to the
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from vfl.config import rules_by_protocol as rules_by_protocol  # first: what protocols read
 from vfl.config import rules_privacy as rules_privacy  # registers the privacy rules
 from vfl.config import rules_roles as rules_roles  # registers the rules on roles
 from vfl.config.applicability import inapplicable

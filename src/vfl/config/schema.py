@@ -2,7 +2,8 @@
 
 A run is described by a TOML file whose tables mirror these classes (``[data]``, ``[partition]``,
 ``[model.bottom]``, ``[model.head]``, ``[train]``, ``[train.optimizer]``, ``[protocol]``,
-``[output]``). ``load_config`` applies ``--set key=value`` overrides and validates the result.
+``[output]``, ``[boost]`` for boosted trees). ``load_config`` applies ``--set key=value``
+overrides and validates the result.
 The sections live in ``vfl.config.sections`` and ``vfl.config.stages``; the rules between
 sections in ``vfl.config.rules``.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vfl.config.attack import AttackConfig
+from vfl.config.boost import BoostConfig
 from vfl.config.io import from_mapping, merge, parse_overrides, read_toml, with_paths_resolved
 from vfl.config.protocols import ProtocolConfig
 from vfl.config.section import Section
@@ -43,6 +45,7 @@ class RunConfig(Section):
     target: TargetConfig = field(default_factory=TargetConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
     attack: AttackConfig = field(default_factory=AttackConfig)
+    boost: BoostConfig = field(default_factory=BoostConfig)
 
 
 RUN_CONFIG_PATHS = {"data": ("path", "test_path")}

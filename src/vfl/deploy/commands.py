@@ -92,10 +92,13 @@ def handle_server(args: argparse.Namespace) -> int:
 
 
 def _server_predict(args: argparse.Namespace, config: Any, deployment: Any) -> int:
+    from vfl.deploy.boost_predicting import predict_boost_deployed
+    from vfl.deploy.boost_run import is_boost
     from vfl.deploy.predicting import predict_deployed
 
     model, data, out = _predict_args(args)
-    predictions = predict_deployed(
+    predict = predict_boost_deployed if is_boost(config) else predict_deployed
+    predictions = predict(
         config, deployment, model, data, out=out, force=args.force, port_file=args.port_file
     )
     print(_predicted_line(len(predictions.ids), out, predictions.metrics))

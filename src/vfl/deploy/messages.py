@@ -157,6 +157,21 @@ class ExportRequest(Message):
     fingerprint: str
 
 
+@register(kind=70)
+@dataclass(frozen=True)
+class BoostSetupRequest(Message):
+    """SecureBoost: take your aligned rows as a passive holder, binned in ``max_bin`` bins.
+
+    Attributes:
+        alignment: The id of the saved alignment to order rows by.
+        max_bin: Most bins per column (the run's ``boost.max_bin``).
+    """
+
+    REPLIES: ClassVar[tuple[type[Message], ...]] = (SetupReply,)
+    alignment: str
+    max_bin: int
+
+
 @register(kind=69)
 @dataclass(frozen=True)
 class ModelSetupRequest(Message):

@@ -26,6 +26,12 @@ from typing import Any, Literal
 import torch
 
 from vfl.deploy.alignment import Alignment
+from vfl.deploy.boost_model_party import (
+    BoostModelRuntime,
+    holder_encoder,
+    is_boost_bundle,
+    load_holder,
+)
 from vfl.deploy.dispatch import answer
 from vfl.deploy.messages import LookupReply, LookupRequest, ModelSetupRequest, SetupReply
 from vfl.deploy.party import party_link, prepare_party
@@ -39,6 +45,7 @@ from vfl.roles.party import Party
 from vfl.run import bundles
 from vfl.run.compose import Blueprint, build_party
 from vfl.run.models import embedding_width
+from vfl.transport.security import PartyTls
 from vfl.wire import SPLIT_TEST, Message
 
 log = logging.getLogger(__name__)
@@ -158,6 +165,14 @@ class ModelRuntime:
         return looked.block.reshape(len(looked.block), *self.bundle.block_shape)
 
 
+def bundle_folder(config: PartyConfig, model: str = "") -> Path:
+    """Where the party's bundle is: ``model``, else ``config.model``, else where training put it."""
+    folder = Path(model or config.model or Path(config.state_dir) / bundles.BUNDLE)
+    if (folder / bundles.party_folder(config.party_id)).is_dir():
+        folder = folder / bundles.party_folder(config.party_id)
+    return folder
+
+
 def load_bundle(config: PartyConfig, model: str = "") -> bundles.PartyBundle:
     """The party's model bundle: ``model``, else ``config.model``, else where training put it.
 
@@ -165,9 +180,7 @@ def load_bundle(config: PartyConfig, model: str = "") -> bundles.PartyBundle:
         DataError: naming a bundle file that is missing or not what it should be (a pickle).
         ConfigError: if the bundle is another party's.
     """
-    folder = Path(model or config.model or Path(config.state_dir) / bundles.BUNDLE)
-    if (folder / bundles.party_folder(config.party_id)).is_dir():
-        folder = folder / bundles.party_folder(config.party_id)
+    folder = bundle_folder(config, model)
     bundle = bundles.load_party(folder)
     if bundle.party != config.party_id:
         raise ConfigError(
@@ -186,13 +199,17 @@ def run_model_party(
         ProtocolError: if the server refuses the party or stays unreachable.
     """
     tls, token = prepare_party(config, server)
-    bundle = load_bundle(config, model)
     table = data or (config.data.serve if serve else config.data.predict)
     if not table:
         key = "data.serve" if serve else "data.predict"
         raise ConfigError(
             f"name the party's table of rows to score: --data, or {key} in PARTY.toml"
         )
+    folder = bundle_folder(config, model)
+    if is_boost_bundle(folder):
+        _serve_boost(config, folder, Path(table), serve=serve, tls=tls, token=token, server=server)
+        return
+    bundle = load_bundle(config, model)
     rows = TableRows(
         config.party_id,
         Path(table),
@@ -201,6 +218,33 @@ def run_model_party(
         sqlite_table=config.data.sqlite_table,
     )
     runtime = ModelRuntime(bundle, rows, batch=not serve, device=config.device)
+    link = party_link(
+        config, runtime.handle, tls=tls, token=token, server=server, model=bundle.fingerprint
+    )
+    link.serve()
+    log.info("party %d: the server is done with it", config.party_id)
+
+
+def _serve_boost(
+    config: PartyConfig,
+    folder: Path,
+    table: Path,
+    *,
+    serve: bool,
+    tls: PartyTls,
+    token: str,
+    server: str,
+) -> None:
+    """``run_model_party`` with a SecureBoost holder's bundle."""
+    bundle = load_holder(folder, config.party_id)
+    rows = TableRows(
+        config.party_id,
+        table,
+        id_column=config.data.id_column,
+        encoder=holder_encoder(bundle, folder),
+        sqlite_table=config.data.sqlite_table,
+    )
+    runtime = BoostModelRuntime(bundle, rows, batch=not serve)
     link = party_link(
         config, runtime.handle, tls=tls, token=token, server=server, model=bundle.fingerprint
     )

@@ -3,7 +3,9 @@
 The process dials the server and then only answers: PSI steps with its own IDs, a setup request
 (the run config as TOML) from which it builds its ``Party`` with the composition root (``vfl.run``)
 exactly as the simulator does, the protocol's training messages, and checkpoint requests after
-every epoch. Its data never leaves the process; its IDs leave only blinded.
+every epoch. Its data never leaves the process; its IDs leave only blinded. For a SecureBoost
+run (``protocol.name = "secureboost"``) the set-up is a ``BoostSetupRequest`` instead, after
+which the party answers as a passive holder of its aligned columns (``vfl.deploy.boost_party``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from vfl.config.io import from_mapping
 from vfl.config.mechanisms import draws_with_a_sampler
 from vfl.data.encoding import TableEncoder
 from vfl.deploy.audit import audited
+from vfl.deploy.boost_party import BoostAnswering
 from vfl.deploy.data import HolderSplit, fit_features, load_party_tables
 from vfl.deploy.dispatch import answer
 from vfl.deploy.messages import (
@@ -44,7 +47,7 @@ from vfl.errors import ProtocolError
 from vfl.models.device import resolve_device
 from vfl.results.metrics import Task
 from vfl.roles.party import Party
-from vfl.run.bundles import BUNDLE, export_party
+from vfl.run.bundles import BUNDLE, export_party, party_folder
 from vfl.run.compose import Blueprint, build_party
 from vfl.run.deployment import PartyNetwork, build_party_link
 from vfl.run.models import ConfigModels, embedding_width
@@ -102,8 +105,12 @@ class PartyRuntime:
         self.encoder: TableEncoder | None = None
         ids = {split: table.ids for split, table in self.tables.items()}
         psi = PsiResponder(party_id, ids, state.save_alignment, rng=rng)
+        self.boost = BoostAnswering(
+            party_id, self.tables, state.load_alignment, categorical=categorical
+        )
         self._handlers: dict[type[Message], Callable[[Any], Message]] = {
             **psi.handlers(),
+            **self.boost.handlers(),
             SetupRequest: self._setup,
             CheckpointRequest: self._checkpoint,
             ExportRequest: self._export,
@@ -178,6 +185,11 @@ class PartyRuntime:
         return ControlAck(round=request.round)
 
     def _export(self, request: ExportRequest) -> ControlAck:
+        if self.boost.role is not None:
+            folder = self.state.directory / BUNDLE / party_folder(self.party_id)
+            self.boost.export(folder, request.fingerprint)
+            log.info("exported this party's SecureBoost bundle to %s", folder)
+            return ControlAck(round=request.round)
         if self.party is None or self.config is None or self.encoder is None:
             raise ProtocolError(f"party {self.party_id}: bundle export requested before setup")
         folder = export_party(

@@ -135,6 +135,16 @@ class SetupPhases:
             f" epoch{'s' if epochs != 1 else ''} of {rounds} rounds"
         )
 
+    def holders_ready(self, trees: int) -> None:
+        """Every party holds its SecureBoost columns; growing ``trees`` trees begins."""
+        seconds = self._lap("parties_setup")
+        self.doing = "growing trees"
+        total = sum(self.seconds.values())
+        self.progress.note(
+            f"parties set up as SecureBoost holders ({seconds:.1f} s); set-up took {total:.1f} s;"
+            f" growing {trees} tree{'s' if trees != 1 else ''}"
+        )
+
     def summary(self) -> dict[str, float]:
         """``summary.json``'s ``setup``: each phase's seconds and their total."""
         times = {name: round(value, 3) for name, value in self.seconds.items()}

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -29,7 +30,6 @@ from vfl.deploy.messages import LookupReply, LookupRequest
 from vfl.deploy.predicting import model_loop, set_up_parties
 from vfl.deploy.score_client import ERROR, RESULTS
 from vfl.errors import ConfigError, ProtocolError, WireError
-from vfl.protocol.loop import ServerLoop
 from vfl.results.metrics import Task
 from vfl.run import bundles
 from vfl.run.predict import probabilities
@@ -60,6 +60,52 @@ class Scored:
     notes: tuple[str, ...] = ()
 
 
+class ScoringLoop(Protocol):
+    """Scores the rows the parties just looked up (a ``ServerLoop``, or SecureBoost's walk)."""
+
+    rounds: int
+
+    def logits_for(self, ids: torch.Tensor, split: int) -> torch.Tensor:
+        """The logits of the looked-up rows at positions ``ids``."""
+        ...
+
+    def close(self) -> None:
+        """Tell every party the service is over."""
+        ...
+
+
+class ScoringModel(Protocol):
+    """The server's model as the scorer uses it."""
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """The class names, in class-index order."""
+        ...
+
+    def set_up(self, transport: GrpcTransport) -> ScoringLoop:
+        """Set every connected party up from its bundle; the loop that scores with them."""
+        ...
+
+
+@dataclass(frozen=True)
+class NeuralModel:
+    """A neural model's server bundle, scored through the protocol loop it was trained with."""
+
+    bundle: bundles.ServerBundle
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """The class names, in class-index order."""
+        return self.bundle.classes
+
+    def set_up(self, transport: GrpcTransport) -> ScoringLoop:
+        """Set the parties up from their bundles and build the loop (its keys included)."""
+        set_up_parties(transport, self.bundle)
+        loop = model_loop(self.bundle, transport, torch.zeros(1, dtype=torch.int64))
+        loop.setup()
+        return loop
+
+
 @dataclass
 class _Request:
     ids: list[str]
@@ -71,7 +117,7 @@ class Scorer:
 
     Args:
         transport: The server's transport (listening; parties connect with ``--serve``).
-        bundle: The server's model bundle.
+        model: The server's model (``NeuralModel`` of its bundle, or a SecureBoost one).
         wait_s: How long a round trip waits for a party that is not connected.
         max_batch: The most IDs joined into one round trip.
     """
@@ -79,7 +125,7 @@ class Scorer:
     def __init__(
         self,
         transport: GrpcTransport,
-        bundle: bundles.ServerBundle,
+        model: ScoringModel,
         *,
         wait_s: float = 5.0,
         max_batch: int = MAX_IDS,
@@ -87,12 +133,12 @@ class Scorer:
         if wait_s <= 0 or max_batch < 1:
             raise ConfigError(f"need wait_s > 0 and max_batch >= 1, got {wait_s}, {max_batch}")
         self.transport = transport
-        self.bundle = bundle
+        self.model = model
         self.wait_s = wait_s
         self.max_batch = max_batch
-        self.task = Task(len(bundle.classes))
+        self.task = Task(len(model.classes))
         self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
-        self._loop: ServerLoop | None = None
+        self._loop: ScoringLoop | None = None
         self._instances: dict[int, str] = {}
         self._round = 0
         self._worker = threading.Thread(target=self._work, name="vfl-scorer", daemon=True)
@@ -208,7 +254,7 @@ class Scorer:
             for i, key in enumerate(ids)
         ]
 
-    def _ready(self) -> ServerLoop:
+    def _ready(self) -> ScoringLoop:
         """The protocol loop, once every party is connected and set up from its bundle.
 
         Raises:
@@ -221,9 +267,7 @@ class Scorer:
         if self._loop is not None:
             log.info("a party reconnected; setting every party up again")
         self._loop = None
-        set_up_parties(self.transport, self.bundle)
-        loop = model_loop(self.bundle, self.transport, torch.zeros(1, dtype=torch.int64))
-        loop.setup()
+        loop = self.model.set_up(self.transport)
         self._instances = {party: self.transport.answered_by(party) for party in connected}
         self._loop = loop
         log.info("every party is set up from its bundle; scoring")

@@ -19,9 +19,13 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from vfl.config import RunConfig
+from vfl.deploy.boost_predicting import load_label_holder
+from vfl.deploy.boost_run import is_boost
+from vfl.deploy.boost_scoring import BoostModel
+from vfl.deploy.boost_server import frame_limit
 from vfl.deploy.config import DeploymentConfig
 from vfl.deploy.score_api import scoring_service
-from vfl.deploy.scoring import Scorer
+from vfl.deploy.scoring import NeuralModel, Scorer, ScoringModel
 from vfl.deploy.server import listen
 from vfl.deploy.tls import server_tls
 from vfl.errors import ConfigError
@@ -74,7 +78,7 @@ def serve(
             "vfl serve needs mutual TLS (deployment.tls.mutual = true): its callers are"
             " authenticated by client certificates (vfl certs --clients NAME)"
         )
-    bundle = bundles.load_server(Path(model_dir) / bundles.BUNDLE / bundles.SERVER)
+    model, fingerprint = _model(config, deployment, Path(model_dir))
     use_threads(config.train.threads)
     stop = stop if stop is not None else _signalled()
     policy = RetryPolicy(
@@ -84,18 +88,18 @@ def serve(
     transport = listen(
         deployment,
         tls,
-        model=bundle.fingerprint,
+        model=fingerprint,
         policy=policy,
         control_timeout_s=deployment.request_timeout_s,
-        services=[scoring_service(scorers, bundle.classes)],
+        services=[scoring_service(scorers, model.classes)],
         service_workers=API_WORKERS,
     )
-    scorer = Scorer(transport, bundle, wait_s=wait_s)
+    scorer = Scorer(transport, model, wait_s=wait_s)
     scorers.append(scorer)
     http = None
     try:
         if http_port is not None:
-            http = _start_http(scorers, bundle.classes, deployment, http_port, http_port_file)
+            http = _start_http(scorers, model.classes, deployment, http_port, http_port_file)
         if port_file is not None:
             port_file.write_text(f"{transport.port}\n")
         log.info("scoring with the model of %s on port %d", model_dir, transport.port)
@@ -113,6 +117,18 @@ def serve(
         scorer.close()
         scorer.shut_down_parties()
         transport.close()
+
+
+def _model(
+    config: RunConfig, deployment: DeploymentConfig, model_dir: Path
+) -> tuple[ScoringModel, str]:
+    """The server's model to score with, and its run fingerprint."""
+    if is_boost(config):
+        bundle = load_label_holder(model_dir)
+        limit = frame_limit(deployment.max_message_mib << 20)
+        return BoostModel(bundle, limit), bundle.fingerprint
+    neural = bundles.load_server(model_dir / bundles.BUNDLE / bundles.SERVER)
+    return NeuralModel(neural), neural.fingerprint
 
 
 def _start_http(

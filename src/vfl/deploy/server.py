@@ -24,6 +24,7 @@ import torch
 from vfl.config import RunConfig
 from vfl.config.io import to_toml
 from vfl.deploy.alignment import Alignment, align
+from vfl.deploy.boost_run import is_boost, run_boost
 from vfl.deploy.config import DeploymentConfig
 from vfl.deploy.coordinator import Coordinator
 from vfl.deploy.data import LabelTables, load_labels
@@ -32,7 +33,7 @@ from vfl.deploy.phases import SetupPhases
 from vfl.deploy.recovery import fit_with_recovery
 from vfl.deploy.run_folder import ALIGNMENT, DEPLOYMENT, WIRE, check_run_directory
 from vfl.deploy.tls import server_tls
-from vfl.errors import DataError
+from vfl.errors import ConfigError, DataError
 from vfl.results.files import (
     CONFIG,
     SUMMARY,
@@ -96,6 +97,11 @@ def run_server(
             change on resume (as ``vfl run --resume``).
         ProtocolError: if parties fail and do not recover, naming them.
     """
+    if is_boost(config) and resume:  # refused before a file is read or written
+        raise ConfigError(
+            "a deployed SecureBoost run cannot be resumed yet (it keeps no checkpoints per"
+            " tree): start it again in a new run directory"
+        )
     tls = server_tls(deployment.tls)
     run = check_run_directory(run_dir, resume, resume_command, config=config, source=source)
     run.clear_failure()
@@ -146,6 +152,13 @@ def _serve(
             port_file.write_text(f"{transport.port}\n")
         phases.listening(transport.port, transport.party_ids)
         phases.await_parties(transport, deployment.connect_timeout_s)
+        if is_boost(config):
+            alignment = _alignment(run, transport, labels, resume, phases)
+            run.write_text(CONFIG, to_toml(config))
+            run.write_text(DEPLOYMENT, to_toml(deployment))
+            summary = run_boost(config, deployment, labels, alignment, transport, run, phases)
+            finished = True
+            return summary
         session = _prepare(config, deployment, labels, transport, run, resume, phases)
         fit_with_recovery(session, config, deployment, run, resume, stop, phases.progress)
         if config.output.bundle:

@@ -25,8 +25,8 @@ from vfl.transport.base import Transport
 
 
 def available_protocols() -> tuple[str, ...]:
-    """The registered names, sorted."""
-    return tuple(sorted(PROTOCOLS))
+    """The registered names of protocols run by a ``ServerLoop``, sorted."""
+    return tuple(sorted(n for n, e in PROTOCOLS.items() if e.runner == "server_loop"))
 
 
 def loop_class(name: str) -> type[ServerLoop]:
@@ -37,6 +37,8 @@ def loop_class(name: str) -> type[ServerLoop]:
             is not a ``ServerLoop`` subclass.
     """
     entry = PROTOCOLS[name]
+    if entry.runner != "server_loop":
+        raise ConfigError(f"protocol {name!r} grows trees; it has no ServerLoop")
     cls = resolve(entry.loop)
     if not (isinstance(cls, type) and issubclass(cls, ServerLoop)):
         raise ConfigError(f"protocol {name!r}: {entry.loop!r} is not a ServerLoop subclass")

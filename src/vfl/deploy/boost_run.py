@@ -1,0 +1,139 @@
+"""``vfl server`` for ``protocol.name = "secureboost"``: the run around the deployed trees.
+
+After the PSI (``vfl.deploy.server``), the parties become passive holders, the trees grow
+(``vfl.deploy.boost_server``), each tree's line goes to the progress notes and its record to
+``metrics.jsonl``, every holder writes its own part of the model (``output.bundle``), the
+parties are told the run is over, and ``summary.json`` gets the final test metrics, the trees'
+bytes and seconds, and the set-up's phases.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from vfl.boost.holder_bundle import label_holder_bundle
+from vfl.boost.params import BoostParams
+from vfl.boost.timing import TreeReport
+from vfl.config import RunConfig
+from vfl.config.boost import MEAN_LABEL
+from vfl.deploy.alignment import Alignment
+from vfl.deploy.boost_server import (
+    BoostPlan,
+    DeployedBoost,
+    frame_limit,
+    setup_holders,
+    train_deployed,
+    tree_line,
+)
+from vfl.deploy.config import DeploymentConfig
+from vfl.deploy.control import ask
+from vfl.deploy.data import LabelTables
+from vfl.deploy.export import deployed_fingerprint
+from vfl.deploy.messages import ControlAck, ExportRequest
+from vfl.deploy.phases import SetupPhases
+from vfl.results.files import SUMMARY, RunDirectory
+from vfl.run.bundles import BUNDLE, SERVER
+from vfl.transport.grpc_transport import GrpcTransport
+from vfl.wire import Shutdown
+
+PROTOCOL = "secureboost"
+
+
+def is_boost(config: RunConfig) -> bool:
+    """Whether ``config`` grows SecureBoost trees."""
+    return config.protocol.name == PROTOCOL
+
+
+def boost_plan(config: RunConfig) -> BoostPlan:
+    """The run's ``[boost]`` table as what the label holder (the server, no columns) grows."""
+    boost = config.boost
+    params = BoostParams(
+        num_trees=boost.num_trees,
+        max_depth=boost.max_depth,
+        learning_rate=boost.learning_rate,
+        reg_lambda=boost.reg_lambda,
+        gamma=boost.gamma,
+        min_child_weight=boost.min_child_weight,
+        max_bin=boost.max_bin,
+        objective=boost.objective,
+        base_score=None if boost.base_score == MEAN_LABEL else boost.base_score,
+    )
+    return BoostPlan(params, key_bits=boost.key_bits, workers=boost.workers or None)
+
+
+def run_boost(
+    config: RunConfig,
+    deployment: DeploymentConfig,
+    labels: LabelTables,
+    alignment: Alignment,
+    transport: GrpcTransport,
+    run: RunDirectory,
+    phases: SetupPhases,
+) -> dict[str, Any]:
+    """Set the holders up, grow the trees, end the run; returns the summary (also written)."""
+    plan = boost_plan(config)
+    phases.parties_begin(-1)
+    setup_holders(transport, alignment, labels, plan.params.max_bin)
+    phases.holders_ready(plan.params.num_trees)
+    started = time.monotonic()
+
+    def on_tree(report: TreeReport, scores: dict[str, float]) -> None:
+        phases.progress.note(tree_line(report, scores, plan.params.num_trees))
+        run.append_metrics({"tree": report.tree + 1, **{f"test_{k}": v for k, v in scores.items()}})
+
+    deployed = train_deployed(
+        plan,
+        transport,
+        alignment,
+        labels,
+        max_frame_bytes=frame_limit(deployment.max_message_mib * 2**20),
+        on_tree=on_tree,
+    )
+    wall_time = time.monotonic() - started
+    if config.output.bundle:
+        export_bundles(config, deployed, transport, alignment, run, labels.classes)
+    transport.request({p: Shutdown(round=0) for p in transport.party_ids}, phase="setup")
+    transport.close()
+    summary = boost_summary(deployed, wall_time)
+    summary["setup"] = phases.summary()
+    run.write_json(SUMMARY, summary)
+    return summary
+
+
+def export_bundles(
+    config: RunConfig,
+    deployed: DeployedBoost,
+    transport: GrpcTransport,
+    alignment: Alignment,
+    run: RunDirectory,
+    classes: tuple[str, ...],
+) -> str:
+    """Every party writes its own bundle, then the server its own; returns the fingerprint."""
+    fingerprint = deployed_fingerprint(config, alignment.id)
+    request = ExportRequest(round=0, fingerprint=fingerprint)
+    ask(transport, dict.fromkeys(transport.party_ids, request), ControlAck)
+    bundle = label_holder_bundle(
+        deployed.active, transport.party_ids, fingerprint=fingerprint, classes=classes
+    )
+    bundle.save(run.file(BUNDLE) / SERVER)
+    return fingerprint
+
+
+def boost_summary(deployed: DeployedBoost, wall_time: float) -> dict[str, Any]:
+    """``summary.json`` of a deployed SecureBoost run."""
+    final = {f"test_{k}": v for k, v in deployed.metrics[-1].items()}
+    ledger = deployed.link.transport.ledger
+    return {
+        "protocol": PROTOCOL,
+        "deployed": True,
+        "final": final,
+        "trees": deployed.tree_records(),
+        "wall_time": round(wall_time, 3),
+        "bytes": {
+            "train_down": ledger.total(phase="train", direction="down"),
+            "train_up": ledger.total(phase="train", direction="up"),
+            "eval_down": ledger.total(phase="eval", direction="down"),
+            "eval_up": ledger.total(phase="eval", direction="up"),
+        },
+    }
