@@ -9,14 +9,16 @@ the children share the imported modules' memory until they write to it and start
 
 A forked child is still a process of its own: its own session (as ``start_new_session``), its own
 log file as standard error, its own environment, signals at their defaults until its command
-installs its own, and ``vfl.cli.main`` run on its arguments exactly as ``python -m vfl.cli``
-would. The launcher imports gRPC but never makes a channel or a server: gRPC starts its threads
-and its polling when the first of those is made, so each child starts gRPC afresh (the "use
-after fork" of gRPC's fork support notes). No Python thread of the launcher runs at a fork (it
+installs its own, and ``vfl.cli`` run as ``__main__`` on its arguments, exactly as
+``python -m vfl.cli`` runs it (the module is named, not imported, as in the command line).
+The launcher imports gRPC but never makes a channel or a server: gRPC starts its threads and
+its polling when the first of those is made, so each child starts gRPC afresh (the "use after
+fork" of gRPC's fork support notes). No Python thread of the launcher runs at a fork (it
 starts its reading thread after its last fork).
 
-Only where ``fork`` is the platform's way to start processes (Linux) and the processes use this
-interpreter; elsewhere ``vfl launch`` starts them with ``subprocess``.
+Only where ``fork`` is the platform's way to start processes (Linux), the processes use this
+interpreter and the launch runs on the CPU (``vfl.deploy.launch``); elsewhere ``vfl launch``
+starts them with ``subprocess``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import runpy
 import signal
 import subprocess
 import sys
@@ -34,13 +37,17 @@ import warnings
 from collections.abc import Sequence
 from typing import IO, NoReturn
 
+ENTRY = "vfl.cli"
+"""The module a process runs as ``__main__``, as ``python -m vfl.cli`` does (``vfl launch``'s
+processes without a fork)."""
+
 PRELOAD = (
     "torch",
     "torch._dynamo",
     "torch.optim",
     "numba",
     "pandas",
-    "vfl.cli",
+    ENTRY,
     "vfl.deploy.commands",
     "vfl.deploy.phases",
     "vfl.deploy.party",
@@ -175,13 +182,12 @@ def _run_child(
             stream.reconfigure(write_through=True)
         _reset_logging()
         _set_threads(env)
-        from vfl import cli
         from vfl.run.console import count_age_from
 
         count_age_from(started)
-
-        sys.argv = ["vfl", *args]
-        status = cli.main()
+        sys.argv = [ENTRY, *args]
+        runpy.run_module(ENTRY, run_name="__main__", alter_sys=True)  # as `python -m vfl.cli`
+        status = 0
     except SystemExit as exit_:
         status = exit_.code if isinstance(exit_.code, int) else 1
     except BaseException:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
-from vfl.deploy.forked import fork_vfl
+from vfl.deploy.forked import ENTRY, fork_vfl
 from vfl.deploy.port_file import read_port
 from vfl.deploy.stopping import LaunchStop
 from vfl.errors import ProtocolError
@@ -111,7 +111,7 @@ def start(
         popen = fork_vfl(args, log_file, env, pipe_stdout=events, siblings=opened)
     else:
         stdout: IO[bytes] | int = subprocess.PIPE if events else log_file
-        command = [python, "-m", "vfl.cli", *args]
+        command = [python, "-m", ENTRY, *args]
         popen = subprocess.Popen(
             command, stdout=stdout, stderr=log_file, env=env, start_new_session=True
         )
