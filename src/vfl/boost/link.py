@@ -16,7 +16,6 @@ from typing import Protocol
 
 from vfl.boost.codec import from_wire, to_wire
 from vfl.boost.messages import Reply, Request
-from vfl.boost.passive import PassiveBooster
 from vfl.errors import ProtocolError
 from vfl.transport.base import PartyEndpoint, Transport
 from vfl.transport.inproc import InProcTransport
@@ -33,6 +32,16 @@ class Link(Protocol):
 
     def request(self, messages: Mapping[int, Request]) -> dict[int, Reply]:
         """One message to each holder named; their replies, by party."""
+        ...
+
+
+class Holder(Protocol):
+    """A holder's side of the protocol: its party id, and its answer to each request."""
+
+    party: int
+
+    def handle(self, request: Request) -> Reply:
+        """Answer one request from the label holder."""
         ...
 
 
@@ -81,7 +90,7 @@ class TransportLink:
         return {party: _reply(party, exchange.replies[party]) for party in sorted(messages)}
 
 
-def passive_endpoint(holder: PassiveBooster, clock: HolderClock | None = None) -> PartyEndpoint:
+def passive_endpoint(holder: Holder, clock: HolderClock | None = None) -> PartyEndpoint:
     """The holder's side of any transport: wire message in, its answer's wire message out."""
 
     def handle(message: Message) -> Message:
@@ -99,7 +108,7 @@ def passive_endpoint(holder: PassiveBooster, clock: HolderClock | None = None) -
     return PartyEndpoint(holder.party, handle)
 
 
-def local_link(holders: Mapping[int, PassiveBooster]) -> TransportLink:
+def local_link(holders: Mapping[int, Holder]) -> TransportLink:
     """Holders of this process behind the in-process transport (every frame encoded and counted)."""
     clock = HolderClock()
     endpoints = {party: passive_endpoint(holders[party], clock) for party in sorted(holders)}
