@@ -301,6 +301,17 @@ def keep_copy(path: Path, why: str) -> Path:
     return copy
 
 
+def set_aside(path: Path, why: str) -> Path:
+    """Rename ``path`` (a folder) to ``<name>.<why>-<UTC time>`` beside it; the new path."""
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    moved, number = path.with_name(f"{path.name}.{why}-{stamp}"), 1
+    while moved.exists():
+        number += 1
+        moved = path.with_name(f"{path.name}.{why}-{stamp}-{number}")
+    os.rename(path, moved)
+    return moved
+
+
 def check_new(path: Path, *, allow: Collection[str] = (), resume: str = "") -> None:
     """Refuse to start a new run in ``path`` unless it is missing or an empty folder.
 

@@ -31,10 +31,19 @@ from vfl.config.io import to_toml
 from vfl.data.dataset import Dataset
 from vfl.data.partition import Partition
 from vfl.errors import ConfigError
-from vfl.results.files import CONFIG, PARTITION, SUMMARY, RunDirectory, check_new, keep_copy
+from vfl.results.files import (
+    CONFIG,
+    PARTITION,
+    SUMMARY,
+    RunDirectory,
+    check_new,
+    keep_copy,
+    set_aside,
+)
 from vfl.results.metrics import Task, evaluate_logits
 from vfl.results.summary import summarize
 from vfl.run import tree_checkpoint
+from vfl.run.bundles import BUNDLE
 from vfl.run.data import prepare
 from vfl.run.folders import check_unchanged
 from vfl.run.progress import Progress, Terminal
@@ -193,8 +202,11 @@ def _start_files(
     if state is None:
         return
     run.truncate_metrics(state.trees_done)
-    if run.file(SUMMARY).exists() and state.trees_done < config.boost.num_trees:
-        keep_copy(run.file(SUMMARY), "resumed")
+    if state.trees_done < config.boost.num_trees:  # a finished run grows more trees
+        if run.file(SUMMARY).exists():
+            keep_copy(run.file(SUMMARY), "resumed")
+        if run.file(BUNDLE).exists():
+            set_aside(run.file(BUNDLE), "resumed")
 
 
 def _grow(
