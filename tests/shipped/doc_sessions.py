@@ -261,6 +261,33 @@ FAST = (
             ),
         ),
     ),
+    Session(
+        "secureboost-commands",
+        (
+            Step(
+                SECUREBOOST,
+                "vfl run examples/secureboost_adult.toml --run-dir runs/secureboost",
+                add="--set data.max_train_samples=300",
+                expect=("tree 3/3 | train_loss", "final: test_loss"),
+                files=(
+                    "runs/secureboost/trees-checkpoint.json",
+                    "runs/secureboost/bundle/server/trees.json",
+                    "runs/secureboost/bundle/party-3/splits.json",
+                ),
+            ),
+            Step(
+                SECUREBOOST,
+                "vfl predict runs/secureboost",
+                expect=("16281 predictions written",),
+                files=("runs/secureboost/predictions.csv",),
+            ),
+            Step(
+                SECUREBOOST,
+                "vfl run --resume runs/secureboost --set boost.num_trees=5",
+                expect=("tree 4/5 | ", "tree 5/5 | "),
+            ),
+        ),
+    ),
 )
 
 SLOW = (

@@ -119,6 +119,19 @@ class ActiveBooster:
                 raise ProtocolError(f"party {party} answered the key with {reply!r}")
             self.layouts[party] = np.array(reply.bins, dtype=np.int64).reshape(-1)
 
+    def restore(self, trees: list[Tree], splits: SplitTable, margins: Floats) -> None:
+        """Continue from a checkpoint: its trees, own split rules and training margins.
+
+        Raises:
+            ProtocolError: if the margins are not one per training row.
+        """
+        if np.shape(margins) != self.margins.shape:
+            raise ProtocolError(
+                f"{np.shape(margins)} training margins for {len(self.margins)} training rows"
+            )
+        self.trees, self.splits = list(trees), splits
+        self.margins = np.array(margins, dtype=np.float64)
+
     def fit(self, link: Link) -> list[TreeReport]:
         """Grow all ``params.num_trees`` trees; the pool's processes stop at the end."""
         try:

@@ -95,6 +95,15 @@ class PassiveBooster:
         records = max(len(self.splits.rules), 1)
         return 2**20 + max(self.num_rows * width, (8 * rows + 16) * records)
 
+    def restore(self, splits: SplitTable, trees_done: int) -> None:
+        """Continue from a checkpoint: its split rules after ``trees_done`` trees."""
+        self.splits, self._tree, self._nodes = splits, trees_done - 1, {}
+
+    @property
+    def trees_done(self) -> int:
+        """Trees whose gradients this holder has been sent."""
+        return self._tree + 1
+
     def attach(self, name: str, features: npt.NDArray[np.floating]) -> None:
         """Hold ``features`` (this holder's columns of other rows) as table ``name``."""
         self._tables[name] = check_features(features, width=len(self.bins))

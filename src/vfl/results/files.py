@@ -10,6 +10,7 @@ Layout::
       summary.json      final and best metrics, bytes, rounds and time (a finished run)
       ledger.csv        bytes and message counts by round, phase, direction, party and kind
       checkpoint.pt     state after the last checkpointed round (for --resume)
+      trees-checkpoint.json  a tree run's state after its last complete tree (for --resume)
       error.txt         why the last attempt did not finish (absent once it does)
       traceback.txt     the full traceback of an unexpected error (a bug to report)
 
@@ -44,11 +45,12 @@ METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
 LEDGER = "ledger.csv"
 CHECKPOINT = "checkpoint.pt"
+TREE_CHECKPOINT = "trees-checkpoint.json"
 COMPUTE = "compute.csv"
 ERROR = "error.txt"
 TRACEBACK = "traceback.txt"
 
-RUN_FILES = (CHECKPOINT, METRICS, SUMMARY, PARTITION, ERROR)
+RUN_FILES = (CHECKPOINT, TREE_CHECKPOINT, METRICS, SUMMARY, PARTITION, ERROR)
 """Files only vfl writes: a folder holding one of them is (part of) a vfl run."""
 CHECKPOINT_KEYS = ("epoch", "elapsed", "session", "torch_rng")
 TRACEBACK_NOTE = "full traceback: "
@@ -299,6 +301,17 @@ def keep_copy(path: Path, why: str) -> Path:
     return copy
 
 
+def set_aside(path: Path, why: str) -> Path:
+    """Rename ``path`` (a folder) to ``<name>.<why>-<UTC time>`` beside it; the new path."""
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    moved, number = path.with_name(f"{path.name}.{why}-{stamp}"), 1
+    while moved.exists():
+        number += 1
+        moved = path.with_name(f"{path.name}.{why}-{stamp}-{number}")
+    os.rename(path, moved)
+    return moved
+
+
 def check_new(path: Path, *, allow: Collection[str] = (), resume: str = "") -> None:
     """Refuse to start a new run in ``path`` unless it is missing or an empty folder.
 
@@ -315,7 +328,7 @@ def check_new(path: Path, *, allow: Collection[str] = (), resume: str = "") -> N
     present = sorted(entry.name for entry in path.iterdir() if entry.name not in allow)
     if not present:
         return
-    if CHECKPOINT in present:
+    if CHECKPOINT in present or TREE_CHECKPOINT in present:
         raise ConfigError(
             f"run directory {str(path)!r} already holds a run; continue it with"
             f" `{resume or f'vfl run --resume {path}'}` or choose another --run-dir"

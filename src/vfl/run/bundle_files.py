@@ -41,8 +41,12 @@ def write_role(target: Path, manifest: dict[str, Any], config: RunConfig, model:
     (target / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
 
 
-def read_role(folder: Path, role: str) -> tuple[dict[str, Any], RunConfig]:
+def read_role(
+    folder: Path, role: str, *, bundle_format: str = FORMAT
+) -> tuple[dict[str, Any], RunConfig]:
     """A role's manifest and config, the config checked against the manifest's run.
+
+    ``bundle_format``: the manifest's format (a tree run's bundles have their own).
 
     Raises:
         DataError: naming the file that is missing, malformed, or of another run.
@@ -51,9 +55,9 @@ def read_role(folder: Path, role: str) -> tuple[dict[str, Any], RunConfig]:
         manifest: dict[str, Any] = json.loads(_text(folder / MANIFEST))
     except json.JSONDecodeError as error:
         raise DataError(f"{folder / MANIFEST} is not JSON: {error}") from None
-    if manifest.get("format") != FORMAT or manifest.get("role") != role:
+    if manifest.get("format") != bundle_format or manifest.get("role") != role:
         raise DataError(
-            f"{folder / MANIFEST} is not a {role} bundle of format {FORMAT!r} (format"
+            f"{folder / MANIFEST} is not a {role} bundle of format {bundle_format!r} (format"
             f" {manifest.get('format')!r}, role {manifest.get('role')!r})"
         )
     if not isinstance(manifest.get(FINGERPRINT), str):

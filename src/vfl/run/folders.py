@@ -36,11 +36,14 @@ RESUMABLE_KEYS = (
     "output.name",
     "output.progress",
     "privacy.max_epsilon",
+    "boost.num_trees",
+    "boost.workers",
 )
 """Fields a resumed run may change: how long it trains, when it checkpoints, where it trains (a
 run saved on CUDA resumes on the CPU, or the other way), where results go
 (``--resume RUN_DIR`` names the folder, so ``output.dir`` and ``output.name`` are not used) and
-whether a progress bar shows. None of them changes what a round computes."""
+whether a progress bar shows; for a tree run, how many trees it grows and how many processes
+encrypt. None of them changes what a round (or a tree) computes."""
 
 
 def default_run_dir(config: RunConfig, label: str) -> Path:

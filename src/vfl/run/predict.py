@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +30,9 @@ from vfl.run import bundles
 from vfl.run.compose import Blueprint, build_loop, build_party, build_server, local_transport
 from vfl.run.models import ConfigModels
 from vfl.wire import SPLIT_TEST
+
+if TYPE_CHECKING:
+    from vfl.run.tree_predict import TreeModel
 
 UNSEEN_COLUMN = "unseen_categories"
 """The predictions' column naming, per row, the raw columns with a category unseen in training."""
@@ -121,7 +124,81 @@ class BundleModels:
         return self._config.optimizer(params)
 
 
-class Model:
+class TableRows:
+    """What a loaded model does with a table of raw rows: each party's block, IDs and labels.
+
+    Shared by ``Model`` and the tree runs' ``vfl.run.tree_predict.TreeModel``: a subclass has
+    ``config``, ``classes`` and ``parties`` (bundles by party id, each with an ``encoder``).
+    """
+
+    parties: Mapping[int, Any]
+
+    @property
+    def config(self) -> RunConfig:
+        """The run config."""
+        raise NotImplementedError
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """The class names, in class-index order."""
+        raise NotImplementedError
+
+    def features(self, frame: pd.DataFrame, *, where: str = "the table") -> list[torch.Tensor]:
+        """Every party's feature block of ``frame``'s rows, each made by the party's own encoding.
+
+        Raises:
+            DataError: naming the column a party needs that ``frame`` lacks or holds badly.
+        """
+        blocks = []
+        for party, bundle in self.parties.items():
+            encoder = bundle.encoder
+            if encoder is None:
+                raise DataError(
+                    f"party {party}'s rows are tensors (images, or your own modules exported by"
+                    " vfl.export), not table columns: give every party's block as a tensor"
+                )
+            blocks.append(torch.from_numpy(encoder.transform(frame, where=where)))
+        return blocks
+
+    def rows(self, frame: pd.DataFrame, *, id_column: str = "", where: str = "the table") -> Rows:
+        """Every party's block of ``frame``'s raw rows, their IDs and labels (if it has them).
+
+        What ``vfl predict --data FILE`` reads from a file.
+
+        IDs come from ``id_column`` (by default the run's ``data.id_column`` when the frame has
+        it, else row numbers); labels from the run's label column (``data.label``, or a
+        registered data set's, such as Adult's ``income``), when the frame has it.
+
+        Raises:
+            DataError: naming the column or label that does not fit the model.
+        """
+        if not isinstance(frame, pd.DataFrame):
+            raise DataError(f"expected a pandas DataFrame of raw columns, got {type(frame)}")
+        config = self.config
+        column = id_column or (config.data.id_column if config.data.id_column in frame else "")
+        if column and column not in frame:
+            raise DataError(
+                f"{where} has no ID column {column!r}; its columns: {list(frame.columns)}"
+            )
+        ids = frame[column].to_numpy() if column else np.arange(len(frame))
+        label = config.data.label or raw_label(config.data.name)
+        labels = None
+        if label and label in frame:
+            labels = label_indices(
+                frame[label].tolist(), self.classes, f"{where}: label column {label!r}"
+            )
+        return Rows(self.features(frame, where=where), ids, labels, self.unseen(frame))
+
+    def unseen(self, frame: pd.DataFrame) -> dict[str, npt.NDArray[np.bool_]]:
+        """Per raw column of ``frame``, the rows holding a category its party never trained on."""
+        found: dict[str, npt.NDArray[np.bool_]] = {}
+        for bundle in self.parties.values():
+            if bundle.encoder is not None:
+                found.update(bundle.encoder.unseen(frame))
+        return found
+
+
+class Model(TableRows):
     """A trained run, loaded from its bundles: predicts for new rows.
 
     Args:
@@ -187,60 +264,6 @@ class Model:
     def classes(self) -> tuple[str, ...]:
         """The class names, in class-index order."""
         return self.server.classes
-
-    def features(self, frame: pd.DataFrame, *, where: str = "the table") -> list[torch.Tensor]:
-        """Every party's feature block of ``frame``'s rows, each made by the party's own encoding.
-
-        Raises:
-            DataError: naming the column a party needs that ``frame`` lacks or holds badly.
-        """
-        blocks = []
-        for party, bundle in self.parties.items():
-            encoder = bundle.encoder
-            if encoder is None:
-                raise DataError(
-                    f"party {party}'s rows are tensors (images, or your own modules exported by"
-                    " vfl.export), not table columns: give every party's block as a tensor"
-                )
-            blocks.append(torch.from_numpy(encoder.transform(frame, where=where)))
-        return blocks
-
-    def rows(self, frame: pd.DataFrame, *, id_column: str = "", where: str = "the table") -> Rows:
-        """Every party's block of ``frame``'s raw rows, their IDs and labels (if it has them).
-
-        What ``vfl predict --data FILE`` reads from a file.
-
-        IDs come from ``id_column`` (by default the run's ``data.id_column`` when the frame has
-        it, else row numbers); labels from the run's label column (``data.label``, or a
-        registered data set's, such as Adult's ``income``), when the frame has it.
-
-        Raises:
-            DataError: naming the column or label that does not fit the model.
-        """
-        if not isinstance(frame, pd.DataFrame):
-            raise DataError(f"expected a pandas DataFrame of raw columns, got {type(frame)}")
-        config = self.config
-        column = id_column or (config.data.id_column if config.data.id_column in frame else "")
-        if column and column not in frame:
-            raise DataError(
-                f"{where} has no ID column {column!r}; its columns: {list(frame.columns)}"
-            )
-        ids = frame[column].to_numpy() if column else np.arange(len(frame))
-        label = config.data.label or raw_label(config.data.name)
-        labels = None
-        if label and label in frame:
-            labels = label_indices(
-                frame[label].tolist(), self.classes, f"{where}: label column {label!r}"
-            )
-        return Rows(self.features(frame, where=where), ids, labels, self.unseen(frame))
-
-    def unseen(self, frame: pd.DataFrame) -> dict[str, npt.NDArray[np.bool_]]:
-        """Per raw column of ``frame``, the rows holding a category its party never trained on."""
-        found: dict[str, npt.NDArray[np.bool_]] = {}
-        for bundle in self.parties.values():
-            if bundle.encoder is not None:
-                found.update(bundle.encoder.unseen(frame))
-        return found
 
     def predict(
         self,
@@ -367,6 +390,17 @@ def load_model(
     *,
     bottoms: Sequence[nn.Module] | None = None,
     head: nn.Module | None = None,
-) -> Model:
-    """The model a run exported into ``run_dir / bundle`` (see ``Model.load``)."""
+) -> Model | TreeModel:
+    """The model a run exported into ``run_dir / bundle`` (see ``Model.load``).
+
+    A tree run's (``protocol.name = "secureboost"``) is a ``vfl.run.tree_predict.TreeModel``,
+    which predicts alike.
+    """
+    from vfl.run.tree_bundles import is_tree_bundle
+    from vfl.run.tree_predict import TreeModel
+
+    if is_tree_bundle(Path(run_dir)):
+        if bottoms is not None or head is not None:
+            raise ConfigError(f"{run_dir} holds a tree model: it takes no bottoms or head")
+        return TreeModel.load(run_dir)
     return Model.load(run_dir, bottoms=bottoms, head=head)

@@ -13,16 +13,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from vfl.config import RunConfig
 from vfl.config.io import to_toml
 from vfl.config.mechanisms import MECHANISMS
+from vfl.config.protocols import PROTOCOLS, chosen_protocol
 from vfl.config.rules import check_target_metric
 from vfl.data.dataset import Dataset
 from vfl.data.partition import Partition
+from vfl.errors import ConfigError
+from vfl.registry import resolve
 from vfl.results.files import (
     CHECKPOINT,
     CONFIG,
@@ -85,12 +88,17 @@ def train(
             anything is written or removed).
         RunStopped: if ``stop`` was requested.
     """
+    trainer = tree_trainer(config)
+    if trainer is not None:
+        return trainer(
+            config, run_dir, resume=resume, stop=stop, on_start=on_start, progress=progress
+        )
     if resume:
         run_files, done = resumable(config, run_dir)
         composed = _compose(config, resume=done, probe=probe)
         if on_start is not None:
             on_start()
-        with _failures_recorded(run_files):
+        with failures_recorded(run_files):
             keep_a_finished_summary(run_files, config)
             return _train(config, composed, run_files, resume, stop, progress)
     check_new(run_dir)
@@ -98,8 +106,20 @@ def train(
     if on_start is not None:
         on_start()
     run_files = RunDirectory(run_dir)
-    with _failures_recorded(run_files):
+    with failures_recorded(run_files):
         return _train(config, composed, run_files, resume, stop, progress)
+
+
+def tree_trainer(config: RunConfig) -> Callable[..., dict[str, Any]] | None:
+    """The trainer a tree protocol's registration names (``runner = "trees"``), else ``None``."""
+    name = chosen_protocol(config.protocol.name, config.privacy.mechanism)
+    entry = PROTOCOLS.get(name)
+    if entry is None or entry.runner != "trees":
+        return None
+    trainer = resolve(entry.loop)
+    if not callable(trainer):
+        raise ConfigError(f"protocol {name!r}: {entry.loop!r} is not a trainer function")
+    return cast("Callable[..., dict[str, Any]]", trainer)
 
 
 @dataclass(frozen=True)
@@ -176,7 +196,7 @@ def _train(
 
 
 @contextmanager
-def _failures_recorded(run_files: RunDirectory) -> Iterator[None]:
+def failures_recorded(run_files: RunDirectory) -> Iterator[None]:
     """Replace what an earlier attempt recorded; record why this one ends early, if it does."""
     run_files.clear_failure()
     try:

@@ -22,7 +22,7 @@ from vfl.data.table import read_table
 from vfl.errors import DataError
 from vfl.results.files import check_output
 from vfl.run.data import prepare
-from vfl.run.predict import UNSEEN_COLUMN, Model, Predictions, Rows
+from vfl.run.predict import UNSEEN_COLUMN, Predictions, Rows, TableRows, load_model
 
 SHOWN_IDS = 3
 """IDs a refusal of unseen categories names per column."""
@@ -48,7 +48,7 @@ def predict(
         DataError: naming the file, column or label that does not fit the model, or (with
             ``strict``) the columns holding unseen categories, with counts and IDs.
     """
-    model = Model.load(Path(run_dir))
+    model = load_model(Path(run_dir))
     if data is None:
         rows = test_split(model)
     elif isinstance(data, pd.DataFrame):
@@ -94,13 +94,13 @@ def _per_column(unseen: dict[str, np.ndarray], ids: np.ndarray | None = None) ->
     return ", ".join(parts)
 
 
-def test_split(model: Model) -> Rows:
+def test_split(model: TableRows) -> Rows:
     """The test split of the data the run trained on, as the run's own loader makes it."""
     dataset, _, data = prepare(model.config)
     return Rows(list(data.test_blocks), np.asarray(dataset.test.ids), data.test_labels)
 
 
-def table_rows(model: Model, path: Path, id_column: str) -> Rows:
+def table_rows(model: TableRows, path: Path, id_column: str) -> Rows:
     """The rows of a CSV or Parquet table holding every party's raw columns (``Model.rows``)."""
     frame = read_table(Path(path), bad_numbers=model.config.data.bad_numbers)
     return model.rows(frame, id_column=id_column, where=str(path))
