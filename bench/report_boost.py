@@ -109,6 +109,30 @@ def leakage_table(runs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+HE_OPERATIONS = ["encrypt", "encrypt_public", "decrypt", "add", "scalar_mul", "rerandomize"]
+
+
+def he_table(runs: list[dict[str, Any]]) -> list[str]:
+    """Per library and scheme: median ms per operation, speed-up over phe, ciphertext bytes."""
+    lines = [
+        "| library, scheme | " + " | ".join(HE_OPERATIONS) + " | ciphertext bytes |",
+        "|---|" + "---|" * (len(HE_OPERATIONS) + 1),
+    ]
+    for run in runs:
+        medians, speedups = run["median_seconds_per_item"], run["speedup_over_phe"]
+        for name, ops in medians.items():
+            cells = [
+                f"{1e3 * ops[op]:.3f} ms"
+                + ("" if name == "phe" else f" ({speedups[name][op]:.2f}x)")
+                if op in ops
+                else "-"
+                for op in HE_OPERATIONS
+            ]
+            size = run["sizes"][name]["ciphertext_bytes"]
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {size:.0f} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=Path("bench/results/secureboost"))
@@ -124,6 +148,7 @@ def main() -> None:
         ("Cost per tree (medians)", cost_table(comparisons)),
         ("Growth", scaling_table(load(args.results / "scaling_2000"))),
         ("Label leakage", leakage_table(load(args.results / "leakage"))),
+        ("phe against HEU", he_table(load(args.results / "he"))),
     ]
     for title, lines in sections:
         print(f"### {title}\n")
