@@ -10,8 +10,9 @@ cores), and scores Adult's test split. Centralized XGBoost trains on the same ro
 with the same hyper-parameters twice: ``--trees`` trees (SecureBoost must equal it up to
 XGBoost's float32 and sketching, the lossless check) and ``--published-trees`` trees (the AUC
 the published run's tree count gives on these columns). Differences from the published setting
-that remain: vfl keeps Adult's 14 columns (a9a one-hot encodes them into 123 binary ones), the
-key size (the source does not state FATE's), the hardware and thread count.
+that remain: vfl's Adult has 108 columns (the 8 categorical ones one-hot encoded, the 6 numeric
+ones standardized), a9a 123 binary ones (the numeric ones binned too); the key size (the source
+does not state FATE's); the hardware and thread count.
 
 One JSON file under ``--out`` (kept if it exists).
 

@@ -115,8 +115,8 @@ HE_OPERATIONS = ["encrypt", "encrypt_public", "decrypt", "add", "scalar_mul", "r
 def he_table(runs: list[dict[str, Any]]) -> list[str]:
     """Per library and scheme: median ms per operation, speed-up over phe, ciphertext bytes."""
     lines = [
-        "| library, scheme | " + " | ".join(HE_OPERATIONS) + " | ciphertext bytes |",
-        "|---|" + "---|" * (len(HE_OPERATIONS) + 1),
+        "| library, scheme | key bits | " + " | ".join(HE_OPERATIONS) + " | ciphertext bytes |",
+        "|---|---|" + "---|" * (len(HE_OPERATIONS) + 1),
     ]
     for run in runs:
         medians, speedups = run["median_seconds_per_item"], run["speedup_over_phe"]
@@ -129,7 +129,8 @@ def he_table(runs: list[dict[str, Any]]) -> list[str]:
                 for op in HE_OPERATIONS
             ]
             size = run["sizes"][name]["ciphertext_bytes"]
-            lines.append(f"| {name} | " + " | ".join(cells) + f" | {size:.0f} |")
+            bits = run["meta"]["bits"]
+            lines.append(f"| {name} | {bits} | " + " | ".join(cells) + f" | {size:.0f} |")
     return lines
 
 
