@@ -10,7 +10,7 @@ frame exceeds the wire's default frame limit. It checks that the size is ``heade
 the encoder's count times the number of passive holders.
 
     .venv/bin/python bench/bench_boost_bytes.py --rows 10000 30000 100000 300000 1000000 \\
-        --check bench/results/secureboost/scaling_2000 \\
+        --check bench/results/secureboost/scaling_2000 bench/results/secureboost/growth/rows_w1 \\
         --out bench/results/secureboost/growth/bytes_gradients.json
 """
 
@@ -58,14 +58,14 @@ def check_measured(folder: Path) -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 30_000, 100_000])
-    parser.add_argument("--check", type=Path, default=None)
+    parser.add_argument("--check", type=Path, nargs="*", default=[])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     sizes = {n: gradients_frame_bytes(n) for n in args.rows}
     headers = {size - CIPHERTEXT_BYTES * n for n, size in sizes.items()}
     if len(headers) != 1:
         raise SystemExit(f"frame size is not header + {CIPHERTEXT_BYTES} N: headers {headers}")
-    checks = check_measured(args.check) if args.check else []
+    checks = [c for folder in args.check for c in check_measured(folder)]
     if not all(c["equal"] for c in checks):
         raise SystemExit(f"ledger and encoder disagree: {checks}")
     result = {

@@ -38,7 +38,13 @@ from typing import Any
 import gmpy2
 import numpy as np
 
-from vfl.boost.paillier import KeyPair, decrypt_all, encrypt_all, encrypt_all_private
+from vfl.boost.paillier import (
+    MIN_SECURE_KEY_BITS,
+    KeyPair,
+    decrypt_all,
+    encrypt_all,
+    encrypt_all_private,
+)
 
 SHIFT = 1 << 107
 PLAINTEXT_BITS = 110
@@ -52,7 +58,8 @@ class PheBackend:
     name = "phe"
 
     def __init__(self, bits: int, plaintexts: list[int]) -> None:
-        self.keys = KeyPair.generate(bits)
+        # Keys under 2048 bits only to compare with systems that use them (FATE 1.x: 1024).
+        self.keys = KeyPair.generate(bits, insecure_test_key=bits < MIN_SECURE_KEY_BITS)
         self.n, self.p, self.q = self.keys.public.n, self.keys.p, self.keys.q
         self.n_square = gmpy2.mpz(self.keys.public.n_square)
         self.plaintexts = plaintexts

@@ -134,6 +134,58 @@ def he_table(runs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def published_table(folder: Path) -> list[str]:
+    """The published figures (``compare_published.json``), one row each, with their source."""
+    lines = [
+        "| system | data | rows | features | parties | trees | depth | bins | key bits |"
+        " hardware | s per tree | s whole training | AUC | source |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    shown = ["system", "data", "rows", "features", "parties", "trees", "depth", "bins", "key_bits"]
+    for entry in json.loads((folder / "compare_published.json").read_text())["published"]:
+        cells = [_cell(entry.get(k)) for k in shown]
+        cells += [entry["hardware"], _cell(entry.get("seconds_per_tree"))]
+        cells += [_cell(entry.get("seconds_whole_training")), _cell(entry.get("auc"))]
+        lines.append("| " + " | ".join(cells) + f" | <{entry['source']}> |")
+    return lines
+
+
+def vfl_compare_table(folder: Path) -> list[str]:
+    """vfl's runs in a published setting (``compare_*.json`` from ``bench_boost_compare.py``)."""
+    lines = [
+        "| rows | columns | holders | trees run | depth | max_bin | key bits | label-holder"
+        " workers | s per tree | encrypt s | holders' histograms s | decrypt s | AUC SecureBoost |"
+        " AUC XGBoost, same trees | AUC XGBoost, published tree count | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for path in sorted(folder.glob("compare_*.json")):
+        run = json.loads(path.read_text())
+        if "result" not in run:
+            continue
+        meta, r = run["meta"], run["result"]
+        split = [phases(t) for t in r["trees"]]
+        median = {k: statistics.median(s[k] for s in split) for k in split[0]}
+        lines.append(
+            f"| {r['train_rows']:,} | {sum(r['columns'].values())} | {len(r['columns'])} |"
+            f" {meta['trees']} | {meta['depth']} | {meta['max_bin']} | {meta['key_bits']} |"
+            f" {meta['workers']} | {r['train_seconds'] / meta['trees']:.1f} |"
+            f" {median['encrypt']:.1f} | {median['histogram']:.1f} | {median['decrypt']:.1f} |"
+            f" {r['auc_secureboost']:.5f} | {r['auc_xgboost_same_trees']:.5f} |"
+            f" {r['auc_xgboost_published_trees']:.5f} ({meta['published_trees']} trees) |"
+            f" {r['load_average_before_after'][0][0]:.1f} to"
+            f" {r['load_average_before_after'][1][0]:.1f} |"
+        )
+    return lines
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "not stated"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=Path("bench/results/secureboost"))
@@ -150,6 +202,8 @@ def main() -> None:
         ("Growth", scaling_table(load(args.results / "scaling_2000"))),
         ("Label leakage", leakage_table(load(args.results / "leakage"))),
         ("phe against HEU", he_table(load(args.results / "he"))),
+        ("Published SecureBoost figures", published_table(args.results / "compare")),
+        ("vfl in a published setting", vfl_compare_table(args.results / "compare")),
     ]
     for title, lines in sections:
         print(f"### {title}\n")

@@ -6,7 +6,8 @@ docs/secureboost.md ("Growth with rows, bins and holders"):
 
 1. measured seconds per phase of a tree at each row count;
 2. per phase, the least-squares line ``seconds = a N + b`` through those points (decryption
-   held constant: its work depends on bins and nodes, not rows), and what it gives at
+   held constant: its work depends on bins and nodes, not rows; transport proportional to
+   rows), and what it gives at
    ``--predict`` row counts (a model: those row counts were not run);
 3. exact ``BoostGradients`` frame bytes per passive holder at each row count (the wire encoder's
    count, no encryption needed), the rest of the traffic as measured.
@@ -34,6 +35,7 @@ PHASE_NAMES = {
 }
 
 ROW_INDEPENDENT = {"decrypt"}
+THROUGH_ORIGIN = {"transport"}
 
 
 def phase_seconds(tree: dict[str, Any]) -> dict[str, float]:
@@ -71,7 +73,10 @@ def fit(runs: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
     """Per phase, ``(a, b)`` of the least-squares ``seconds = a N + b``.
 
     Decryption is held constant (``a = 0``, ``b`` the mean): the label holder decrypts the
-    histograms' ciphertexts, whose number depends on bins and nodes, not on rows.
+    histograms' ciphertexts, whose number depends on bins and nodes, not on rows. Transport is
+    proportional to rows (``b = 0``): it encodes, copies and decodes the frames, whose bytes grow
+    with rows; at the sizes run its seconds are small and noisy, so an intercept fitted to them
+    would say nothing.
     """
     rows = np.array([r["rows"] for r in runs], dtype=np.float64)
     lines = {}
@@ -79,6 +84,9 @@ def fit(runs: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
         seconds = np.array([phase_seconds(r["per_tree"][0])[key] for r in runs])
         if key in ROW_INDEPENDENT:
             lines[key] = (0.0, float(seconds.mean()))
+            continue
+        if key in THROUGH_ORIGIN:
+            lines[key] = (float(rows @ seconds / (rows @ rows)), 0.0)
             continue
         slope, intercept = np.polyfit(rows, seconds, 1)
         lines[key] = (float(slope), float(intercept))
