@@ -61,6 +61,9 @@ def main() -> None:
     parser.add_argument("--check", type=Path, nargs="*", default=[])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
+    if args.out.exists():
+        print(f"{args.out} exists: kept (give another --out to measure afresh)")
+        return
     sizes = {n: gradients_frame_bytes(n) for n in args.rows}
     headers = {size - CIPHERTEXT_BYTES * n for n, size in sizes.items()}
     if len(headers) != 1:

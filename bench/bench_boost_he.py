@@ -14,7 +14,7 @@ HEU's schemes: ``ZPaillier`` (Paillier with the Damgard-Jurik-Nielsen fixed-base
 ``FPaillier`` (textbook Paillier), ``OU`` (Okamoto-Uchiyama), through its scalar API
 (``heu.phe``) and, where named ``-batch``, its array API (``heu.numpy``). Ciphertext sizes are
 the bytes each library's own serialization takes, and vfl's wire width for ``phe``.
-One JSON file: ``--out``.
+One JSON file: ``--out`` (an existing one is kept: the run stops).
 
     .venv/bin/pip install --no-deps sf-heu==0.5.2b0
     nice .venv/bin/python bench/bench_boost_he.py --count 200 --rounds 7 \\
@@ -227,6 +227,9 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
+    if args.out.exists():
+        print(f"{args.out} exists: kept (give another --out to measure afresh)")
+        return
     os.sched_setaffinity(0, set(args.cpus))  # before HEU starts its threads
     plaintexts = [secrets.randbits(PLAINTEXT_BITS) for _ in range(args.count)]
     backends = [make_backend(name, args.bits, plaintexts) for name in args.backends]
