@@ -207,6 +207,14 @@ def ratios(table: dict[str, dict[str, Any]], base: str) -> dict[str, dict[str, f
     return out
 
 
+def installed_version(package: str) -> str | None:
+    """``package``'s installed version, None when it is not installed (sf-heu is optional)."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bits", type=int, default=2048)
@@ -244,7 +252,7 @@ def main() -> None:
             "python": platform.python_version(),
             "cpus_used": sorted(args.cpus),
             "cpus_on_machine": os.cpu_count(),
-            "versions": {p: metadata.version(p) for p in ("phe", "gmpy2", "sf-heu")},
+            "versions": {p: installed_version(p) for p in ("phe", "gmpy2", "sf-heu")},
             "bits": args.bits,
             "count": args.count,
             "rounds": args.rounds,
