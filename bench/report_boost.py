@@ -109,6 +109,13 @@ def leakage_table(runs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def leakage_by_known(results: Path) -> list[str]:
+    """The leakage runs of every known-label share (1%: ``leakage``; others: ``leakage_known``)."""
+    runs = load(results / "leakage") + load(results / "leakage_known")
+    runs.sort(key=lambda r: (r["result"]["spy"], r["result"]["known_labels"], r["result"]["seed"]))
+    return leakage_table(runs)
+
+
 HE_OPERATIONS = ["encrypt", "encrypt_public", "decrypt", "add", "scalar_mul", "rerandomize"]
 
 
@@ -201,6 +208,7 @@ def main() -> None:
         ("Cost per tree (medians)", cost_table(comparisons)),
         ("Growth", scaling_table(load(args.results / "scaling_2000"))),
         ("Label leakage", leakage_table(load(args.results / "leakage"))),
+        ("Label leakage by known labels", leakage_by_known(args.results)),
         ("phe against HEU", he_table(load(args.results / "he"))),
         ("Published SecureBoost figures", published_table(args.results / "compare")),
         ("vfl in a published setting", vfl_compare_table(args.results / "compare")),

@@ -618,6 +618,18 @@ SLOW = (
                 )
                 for spy in (2, 3)
             ),
+            *(
+                Step(
+                    SECUREBOOST,
+                    "nice .venv/bin/python bench/bench_boost_leakage.py --rows 5000 --seeds 0 1 2"
+                    f" --spy {spy} --known {known}"
+                    " --out bench/results/secureboost/leakage_known",
+                    add="--rows 300 --seeds 0 --trees 2 --out doc-check/leakage_known",
+                    files=(f"doc-check/leakage_known/spy{spy}_known{known}_seed0.json",),
+                )
+                for spy in (2, 3)
+                for known in ("0.001", "0.1")
+            ),
             Step(
                 SECUREBOOST,
                 "nice .venv/bin/python bench/bench_boost_scaling.py --rows 2000 10000 30000"
