@@ -34,33 +34,36 @@ def phases(tree: dict[str, Any]) -> dict[str, float]:
 
 def auc_table(runs: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| rows | seed | trees | AUC SecureBoost | AUC XGBoost | difference | trees = reference |",
+        "| training rows | seed | trees | test AUC SecureBoost | test AUC XGBoost | difference |"
+        " trees = plaintext reference |",
         "|---|---|---|---|---|---|---|",
     ]
     for run in runs:
         r, meta = run["result"], run["meta"]
+        difference = r["auc_secureboost"] - r["auc_xgboost"]
         lines.append(
             f"| {r['train_rows']:,} | {r['seed']} | {meta['trees']} | {r['auc_secureboost']:.5f} |"
-            f" {r['auc_xgboost']:.5f} | {r['auc_secureboost'] - r['auc_xgboost']:+.1e} |"
-            f" {r['trees_equal_reference']} |"
+            f" {r['auc_xgboost']:.5f} | {f'{difference:+.1e}' if difference else '0'} |"
+            f" {'yes' if r['trees_equal_reference'] else 'no'} |"
         )
     return lines
 
 
 def cost_table(runs: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| rows | trees | encrypt s | holders' histograms s | decrypt s | transport s |"
+        "| training rows | trees | encrypt s | holders' histograms s | decrypt s | transport s |"
         " split finding s | bytes down | bytes up | ciphertexts decrypted |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for run in runs:
+    sizes = [run["result"].get("train_rows") or run["result"].get("rows") for run in runs]
+    for run, rows in zip(runs, sizes, strict=True):
         r = run["result"]
         trees = r.get("trees") or r.get("per_tree")
-        rows = r.get("train_rows") or r.get("rows")
+        label = f"{rows:,} (seed {r['seed']})" if sizes.count(rows) > 1 else f"{rows:,}"
         split = [phases(t) for t in trees]
         median = {k: statistics.median(s[k] for s in split) for k in split[0]}
         lines.append(
-            f"| {rows:,} | {len(trees)} | {median['encrypt']:.1f} | {median['histogram']:.1f} |"
+            f"| {label} | {len(trees)} | {median['encrypt']:.1f} | {median['histogram']:.1f} |"
             f" {median['decrypt']:.2f} | {median['transport']:.2f} | {median['split_find']:.2f} |"
             f" {statistics.median(t['bytes_down'] for t in trees):,.0f} |"
             f" {statistics.median(t['bytes_up'] for t in trees):,.0f} |"
@@ -145,14 +148,15 @@ def published_table(folder: Path) -> list[str]:
     """The published figures (``compare_published.json``), one row each, with their source."""
     lines = [
         "| system | data | rows | features | parties | trees | depth | bins | key bits |"
-        " hardware | s per tree | s whole training | AUC | source |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        " hardware | s per tree | s whole training | AUC | notes | source |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     shown = ["system", "data", "rows", "features", "parties", "trees", "depth", "bins", "key_bits"]
     for entry in json.loads((folder / "compare_published.json").read_text())["published"]:
         cells = [_cell(entry.get(k)) for k in shown]
         cells += [entry["hardware"], _cell(entry.get("seconds_per_tree"))]
         cells += [_cell(entry.get("seconds_whole_training")), _cell(entry.get("auc"))]
+        cells += [entry.get("notes", "")]
         lines.append("| " + " | ".join(cells) + f" | <{entry['source']}> |")
     return lines
 
