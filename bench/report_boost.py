@@ -34,33 +34,36 @@ def phases(tree: dict[str, Any]) -> dict[str, float]:
 
 def auc_table(runs: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| rows | seed | trees | AUC SecureBoost | AUC XGBoost | difference | trees = reference |",
+        "| training rows | seed | trees | test AUC SecureBoost | test AUC XGBoost | difference |"
+        " trees = plaintext reference |",
         "|---|---|---|---|---|---|---|",
     ]
     for run in runs:
         r, meta = run["result"], run["meta"]
+        difference = r["auc_secureboost"] - r["auc_xgboost"]
         lines.append(
             f"| {r['train_rows']:,} | {r['seed']} | {meta['trees']} | {r['auc_secureboost']:.5f} |"
-            f" {r['auc_xgboost']:.5f} | {r['auc_secureboost'] - r['auc_xgboost']:+.1e} |"
-            f" {r['trees_equal_reference']} |"
+            f" {r['auc_xgboost']:.5f} | {f'{difference:+.1e}' if difference else '0'} |"
+            f" {'yes' if r['trees_equal_reference'] else 'no'} |"
         )
     return lines
 
 
 def cost_table(runs: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| rows | trees | encrypt s | holders' histograms s | decrypt s | transport s |"
+        "| training rows | trees | encrypt s | holders' histograms s | decrypt s | transport s |"
         " split finding s | bytes down | bytes up | ciphertexts decrypted |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for run in runs:
+    sizes = [run["result"].get("train_rows") or run["result"].get("rows") for run in runs]
+    for run, rows in zip(runs, sizes, strict=True):
         r = run["result"]
         trees = r.get("trees") or r.get("per_tree")
-        rows = r.get("train_rows") or r.get("rows")
+        label = f"{rows:,} (seed {r['seed']})" if sizes.count(rows) > 1 else f"{rows:,}"
         split = [phases(t) for t in trees]
         median = {k: statistics.median(s[k] for s in split) for k in split[0]}
         lines.append(
-            f"| {rows:,} | {len(trees)} | {median['encrypt']:.1f} | {median['histogram']:.1f} |"
+            f"| {label} | {len(trees)} | {median['encrypt']:.1f} | {median['histogram']:.1f} |"
             f" {median['decrypt']:.2f} | {median['transport']:.2f} | {median['split_find']:.2f} |"
             f" {statistics.median(t['bytes_down'] for t in trees):,.0f} |"
             f" {statistics.median(t['bytes_up'] for t in trees):,.0f} |"
@@ -109,6 +112,91 @@ def leakage_table(runs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def leakage_by_known(results: Path) -> list[str]:
+    """The leakage runs of every known-label share (1%: ``leakage``; others: ``leakage_known``)."""
+    runs = load(results / "leakage") + load(results / "leakage_known")
+    runs.sort(key=lambda r: (r["result"]["spy"], r["result"]["known_labels"], r["result"]["seed"]))
+    return leakage_table(runs)
+
+
+HE_OPERATIONS = ["encrypt", "encrypt_public", "decrypt", "add", "scalar_mul", "rerandomize"]
+
+
+def he_table(runs: list[dict[str, Any]]) -> list[str]:
+    """Per library and scheme: median ms per operation, speed-up over phe, ciphertext bytes."""
+    lines = [
+        "| library, scheme | key bits | " + " | ".join(HE_OPERATIONS) + " | ciphertext bytes |",
+        "|---|---|" + "---|" * (len(HE_OPERATIONS) + 1),
+    ]
+    for run in runs:
+        medians, speedups = run["median_seconds_per_item"], run["speedup_over_phe"]
+        for name, ops in medians.items():
+            cells = [
+                f"{1e3 * ops[op]:.3f} ms"
+                + ("" if name == "phe" else f" ({speedups[name][op]:.2f}x)")
+                if op in ops
+                else "-"
+                for op in HE_OPERATIONS
+            ]
+            size = run["sizes"][name]["ciphertext_bytes"]
+            bits = run["meta"]["bits"]
+            lines.append(f"| {name} | {bits} | " + " | ".join(cells) + f" | {size:.0f} |")
+    return lines
+
+
+def published_table(folder: Path) -> list[str]:
+    """The published figures (``compare_published.json``), one row each, with their source."""
+    lines = [
+        "| system | data | rows | features | parties | trees | depth | bins | key bits |"
+        " hardware | s per tree | s whole training | AUC | notes | source |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    shown = ["system", "data", "rows", "features", "parties", "trees", "depth", "bins", "key_bits"]
+    for entry in json.loads((folder / "compare_published.json").read_text())["published"]:
+        cells = [_cell(entry.get(k)) for k in shown]
+        cells += [entry["hardware"], _cell(entry.get("seconds_per_tree"))]
+        cells += [_cell(entry.get("seconds_whole_training")), _cell(entry.get("auc"))]
+        cells += [entry.get("notes", "")]
+        lines.append("| " + " | ".join(cells) + f" | <{entry['source']}> |")
+    return lines
+
+
+def vfl_compare_table(folder: Path) -> list[str]:
+    """vfl's runs in a published setting (``compare_*.json`` from ``bench_boost_compare.py``)."""
+    lines = [
+        "| rows | columns | holders | trees run | depth | max_bin | key bits | label-holder"
+        " workers | s per tree | encrypt s | holders' histograms s | decrypt s | AUC SecureBoost |"
+        " AUC XGBoost, same trees | AUC XGBoost, published tree count | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for path in sorted(folder.glob("compare_*.json")):
+        run = json.loads(path.read_text())
+        if "result" not in run:
+            continue
+        meta, r = run["meta"], run["result"]
+        split = [phases(t) for t in r["trees"]]
+        median = {k: statistics.median(s[k] for s in split) for k in split[0]}
+        lines.append(
+            f"| {r['train_rows']:,} | {sum(r['columns'].values())} | {len(r['columns'])} |"
+            f" {meta['trees']} | {meta['depth']} | {meta['max_bin']} | {meta['key_bits']} |"
+            f" {meta['workers']} | {r['train_seconds'] / meta['trees']:.1f} |"
+            f" {median['encrypt']:.1f} | {median['histogram']:.1f} | {median['decrypt']:.1f} |"
+            f" {r['auc_secureboost']:.5f} | {r['auc_xgboost_same_trees']:.5f} |"
+            f" {r['auc_xgboost_published_trees']:.5f} ({meta['published_trees']} trees) |"
+            f" {r['load_average_before_after'][0][0]:.1f} to"
+            f" {r['load_average_before_after'][1][0]:.1f} |"
+        )
+    return lines
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "not stated"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=Path("bench/results/secureboost"))
@@ -124,6 +212,10 @@ def main() -> None:
         ("Cost per tree (medians)", cost_table(comparisons)),
         ("Growth", scaling_table(load(args.results / "scaling_2000"))),
         ("Label leakage", leakage_table(load(args.results / "leakage"))),
+        ("Label leakage by known labels", leakage_by_known(args.results)),
+        ("phe against HEU", he_table(load(args.results / "he"))),
+        ("Published SecureBoost figures", published_table(args.results / "compare")),
+        ("vfl in a published setting", vfl_compare_table(args.results / "compare")),
     ]
     for title, lines in sections:
         print(f"### {title}\n")

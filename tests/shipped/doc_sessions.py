@@ -67,6 +67,10 @@ NOT_RUN = {
         "it writes the user's ~/.ray/auth_token; a Ray cluster needs several machines"
         " (tests/experiments/test_ray_sweep.py runs a sweep on a local Ray instance)"
     ),
+    (SECUREBOOST, ".venv/bin/pip install --no-deps sf-heu==0.5.2b0"): (
+        "it downloads SecretFlow's HEU from PyPI (network), which vfl does not depend on; the"
+        " HEU measurement's steps run with phe alone (--backends phe)"
+    ),
     (EXPERIMENTS, "RAY_AUTH_MODE=token ray start --head --port=6379"): "as above: a cluster",
     (EXPERIMENTS, "RAY_AUTH_MODE=token ray start --address=HEAD_IP:6379"): "as above: a cluster",
     (
@@ -712,10 +716,69 @@ SLOW = (
                 )
                 for spy in (2, 3)
             ),
+            *(
+                Step(
+                    SECUREBOOST,
+                    "nice .venv/bin/python bench/bench_boost_leakage.py --rows 5000 --seeds 0 1 2"
+                    f" --spy {spy} --known {known}"
+                    " --out bench/results/secureboost/leakage_known",
+                    add="--rows 300 --seeds 0 --trees 2 --out doc-check/leakage_known",
+                    files=(f"doc-check/leakage_known/spy{spy}_known{known}_seed0.json",),
+                )
+                for spy in (2, 3)
+                for known in ("0.001", "0.1")
+            ),
+            Step(
+                SECUREBOOST,
+                "nice .venv/bin/python bench/bench_boost_scaling.py --rows 2000 10000 30000"
+                " --bins 32 --holders 3 --base-rows 10000 --trees 1 --workers 1"
+                " --out bench/results/secureboost/growth/rows_w1",
+                add="--rows 200 --base-rows 200 --out doc-check/growth",
+                files=("doc-check/growth/holders3_rows200_bins32.json",),
+            ),
+            Step(
+                SECUREBOOST,
+                ".venv/bin/python bench/bench_boost_bytes.py --rows 2000 10000 30000 100000"
+                " 300000 1000000 --check bench/results/secureboost/scaling_2000"
+                " bench/results/secureboost/growth/rows_w1"
+                " --out bench/results/secureboost/growth/bytes_gradients.json",
+                add="--rows 2000 10000 --out doc-check/bytes_gradients.json",
+                expect=("10 measured runs agree with the encoder",),
+                files=("doc-check/bytes_gradients.json",),
+            ),
+            Step(
+                SECUREBOOST,
+                "nice .venv/bin/python bench/bench_boost_compare.py --trees 2 --workers 1"
+                " --out bench/results/secureboost/compare/compare_fate_a9a.json",
+                add="--rows 200 --trees 1 --published-trees 2 --out doc-check/compare_fate.json",
+                files=("doc-check/compare_fate.json",),
+            ),
+            *(
+                Step(
+                    SECUREBOOST,
+                    f"nice .venv/bin/python bench/bench_boost_he.py {bits}--count 200 --rounds 7"
+                    f" --out bench/results/secureboost/he/he_{name}.json",
+                    add=f"--backends phe --count 4 --rounds 1 --out doc-check/he_{name}.json",
+                    files=(f"doc-check/he_{name}.json",),
+                )
+                for bits, name in (
+                    ("", "2048"),
+                    ("--bits 1024 --backends phe heu-ZPaillier heu-OU ", "1024"),
+                )
+            ),
             Step(
                 SECUREBOOST,
                 ".venv/bin/python bench/report_boost.py --results bench/results/secureboost",
-                expect=("| 32,561 | 0 | 5 | 0.89609 | 0.89609 |",),
+                expect=(
+                    "| 32,561 | 0 | 5 | 0.89609 | 0.89609 |",
+                    "| heu-ZPaillier | 2048 | 0.685 ms (8.64x) |",
+                    "| 32,561 | 108 | 2 | 2 | 6 | 255 | 2048 | 1 | 243.6 |",
+                ),
+            ),
+            Step(
+                SECUREBOOST,
+                ".venv/bin/python bench/report_boost_growth.py",
+                expect=("| 1,000,000 | 512,000,030 | yes |",),
             ),
         ),
         slow=True,
