@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -45,19 +46,35 @@ def test_only_this_interpreter_on_linux_is_forked(tmp_path: Path) -> None:
     assert not can_fork(str(other))
 
 
+FORK_ONE = """
+import json, os, sys
+from vfl.deploy.forked import fork_vfl
+
+log_path, env_json, *args = sys.argv[1:]
+with open(log_path, "ab") as log:
+    child = fork_vfl(args, log, json.loads(env_json), pipe_stdout=True)
+    printed = child.stdout.read().decode()
+    status = child.wait(timeout=60)
+print(json.dumps({"status": status, "printed": printed}))
+"""
+"""Forks ``vfl ARGS`` from a fresh interpreter (a test process may run threads of other tests)."""
+
+
+def _fork_one(args: list[str], env: dict[str, str], log_path: Path) -> tuple[int, str]:
+    command = [sys.executable, "-c", FORK_ONE, str(log_path), json.dumps(env), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    return result["status"], result["printed"]
+
+
 def test_a_forked_command_writes_its_output_and_returns_its_status(tmp_path: Path) -> None:
     # Prepare
     log_path = tmp_path / "child.log"
 
     # Execute: `vfl --version` (status 0, on standard output), `vfl no-such` (status 2)
-    with log_path.open("ab") as log:
-        good = fork_vfl(["--version"], log, dict(os.environ), pipe_stdout=True)
-        assert good.stdout is not None
-        printed = good.stdout.read().decode()
-        good_status = good.wait(timeout=60)
-        good.stdout.close()
-        bad = fork_vfl(["no-such-command"], log, dict(os.environ), pipe_stdout=False)
-        bad_status = bad.wait(timeout=60)
+    good_status, printed = _fork_one(["--version"], dict(os.environ), log_path)
+    bad_status, _ = _fork_one(["no-such-command"], dict(os.environ), log_path)
 
     # Assert: each exit status as the command's; the failure's line in its log
     assert good_status == 0 and printed.startswith("vfl ")
@@ -66,12 +83,8 @@ def test_a_forked_command_writes_its_output_and_returns_its_status(tmp_path: Pat
 
 
 def _adult_line(env: dict[str, str], log_path: Path) -> str:
-    with log_path.open("ab") as log:
-        child = fork_vfl(["data", "list"], log, env, pipe_stdout=True)
-        assert child.stdout is not None
-        printed = child.stdout.read().decode()
-        assert child.wait(timeout=60) == 0, log_path.read_text()
-        child.stdout.close()
+    status, printed = _fork_one(["data", "list"], env, log_path)
+    assert status == 0, log_path.read_text()
     return next(line for line in printed.splitlines() if line.startswith("adult "))
 
 
@@ -132,3 +145,24 @@ def test_a_launch_forks_on_the_cpu_and_starts_each_process_anew_otherwise(
     assert "loaded torch and vfl once for the server and 2 parties" in forked.stderr
     assert "loaded torch and vfl once" not in started.stderr
     assert "epoch 1 | " in forked.stderr and "epoch 1 | " in started.stderr
+
+
+def test_nothing_is_forked_while_another_thread_runs(tmp_path: Path) -> None:
+    # Prepare: a thread that holds on until told
+    import threading
+
+    release = threading.Event()
+    waiting = threading.Thread(target=release.wait, name="waiting")
+    waiting.start()
+
+    # Execute
+    try:
+        with (tmp_path / "child.log").open("ab") as log, pytest.raises(RuntimeError) as refused:
+            fork_vfl(["--version"], log, dict(os.environ), pipe_stdout=False)
+    finally:
+        release.set()
+        waiting.join()
+
+    # Assert: the thread is named; no child was made
+    assert "waiting" in str(refused.value)
+    assert (tmp_path / "child.log").read_text() == ""

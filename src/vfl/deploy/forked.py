@@ -70,6 +70,10 @@ def preload() -> None:
     """
     for name in PRELOAD:
         importlib.import_module(name)
+    _check_single_thread()
+
+
+def _check_single_thread() -> None:
     if threading.active_count() > 1:
         names = ", ".join(thread.name for thread in threading.enumerate())
         raise RuntimeError(f"threads run in the launcher ({names}); a fork would copy them")
@@ -137,9 +141,13 @@ def fork_vfl(
     Its standard error goes to ``stderr``, its standard output to a pipe (``pipe_stdout``) or to
     ``stderr`` too. ``siblings``: descriptors the launcher opened for other processes (their logs
     and pipes), closed in the child (a pipe's reader sees its end only once no child holds it).
+
+    Raises:
+        RuntimeError: if another thread runs in this process (nothing is forked).
     """
     from vfl.run.console import process_age
 
+    _check_single_thread()
     started = time.monotonic() - process_age()
     read_end, write_end = os.pipe() if pipe_stdout else (-1, stderr.fileno())
     sys.stdout.flush()
