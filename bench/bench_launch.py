@@ -6,6 +6,8 @@ certificates from ``vfl certs``), so the example's own folder is never touched, 
 interpreter). The phases are read from the processes' logs (``RUN_DIR/logs/*.log``, whose lines
 carry their time) and from the moment each line reaches this process's standard output:
 
+- ``preloaded_s``: until the launcher has imported torch and vfl once for every process
+  (``vfl.deploy.forked``; none in a launcher that does not fork);
 - ``listening_s``: start until the server listens (every process starts at once);
 - ``connected_s``: until the last party is connected;
 - ``psi_train_s`` / ``psi_test_s``: the alignment of each split (the server's log);
@@ -83,6 +85,9 @@ def phase_times(logs: Path, start: float) -> dict[str, float]:
     return found
 
 
+PRELOADED = "loaded torch and vfl once"
+"""The launcher's line once it imported what its processes need (it forks them next)."""
+
 EPOCH_LINE = re.compile(r"(^|\s)epoch 1 \|")
 """The first epoch's line (stdout before issue 27, stderr after, with the launch's clock)."""
 
@@ -100,15 +105,20 @@ def one_launch(folder: Path, run: str, source: str | None = None) -> dict[str, f
     )
     assert process.stdout is not None
     first_epoch = None
+    preloaded = None
     for line in process.stdout:
         if first_epoch is None and EPOCH_LINE.search(line):
             first_epoch = time.time() - start
+        if preloaded is None and PRELOADED in line:
+            preloaded = time.time() - start
     if process.wait() != 0:
         raise SystemExit(f"vfl launch failed; logs in {run_dir / 'logs'}")
     times = phase_times(run_dir / "logs", start)
     times["psi_train_s"] = times.pop("psi_train_done") - times["connected_s"]
     times["psi_test_s"] = times.pop("psi_test_done") - times["connected_s"] - times["psi_train_s"]
     times["first_epoch_s"] = first_epoch if first_epoch is not None else float("nan")
+    if preloaded is not None:
+        times["preloaded_s"] = preloaded
     times["total_s"] = time.time() - start
     times["cpu_s"] = _children_cpu() - cpu_before
     return {name: round(value, 3) for name, value in times.items()}
@@ -120,7 +130,8 @@ def _children_cpu() -> float:
 
 
 def _median(runs: list[dict[str, float]]) -> dict[str, float]:
-    return {name: round(statistics.median(r[name] for r in runs), 3) for name in runs[0]}
+    names = dict.fromkeys(name for run in runs for name in run)
+    return {name: round(statistics.median(r[name] for r in runs if name in r), 3) for name in names}
 
 
 def main() -> None:
@@ -145,7 +156,7 @@ def main() -> None:
     report: dict[str, object] = {"median": median, "runs": runs}
     if baseline:
         before = _median(baseline)
-        ratio = {name: round(median[name] / before[name], 3) for name in median if before[name]}
+        ratio = {name: round(median[name] / before[name], 3) for name in median if before.get(name)}
         print("baseline median:", json.dumps(before))
         print("ratio (this / baseline):", json.dumps(ratio))
         report |= {"baseline": args.baseline, "baseline_median": before, "baseline_runs": baseline}
