@@ -159,7 +159,9 @@ def test_a_script_calling_run_sweep_with_workers_is_told_to_guard_it(
         assert "stopped at its start" not in done.stderr
         assert all((folder / run / "summary.json").exists() for run in RUNS)
     else:
-        assert done.stderr.count('Call it under `if __name__ == "__main__":`') == 2
+        # each worker the pool started says it (the pool breaks when the first ends, so under
+        # load the second may never start)
+        assert 1 <= done.stderr.count('Call it under `if __name__ == "__main__":`') <= 2
         assert done.stderr.count("sweep tiny: 2 runs") == 1  # planned once, by the script
         assert "WorkerEnded: a worker process ended abruptly" in done.stderr
         assert "Traceback" not in done.stderr
