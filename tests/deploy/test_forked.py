@@ -166,3 +166,25 @@ def test_nothing_is_forked_while_another_thread_runs(tmp_path: Path) -> None:
     # Assert: the thread is named; no child was made
     assert "waiting" in str(refused.value)
     assert (tmp_path / "child.log").read_text() == ""
+
+
+def test_a_forked_command_writes_no_warning_of_its_start(tmp_path: Path) -> None:
+    # Prepare: vfl.cli imported (by the `vfl` script) and the preload, as under `vfl launch`, then
+    # a fork (runpy warns when the module it runs as __main__ was imported already)
+    script = (
+        "import json, os, sys\n"
+        "import vfl.cli\n"  # as the `vfl` script that runs `vfl launch` imports it
+        "from vfl.deploy.forked import fork_vfl, preload\n"
+        "preload()\n"
+        f"with open({str(tmp_path / 'child.log')!r}, 'ab') as log:\n"
+        "    child = fork_vfl(['--version'], log, dict(os.environ), pipe_stdout=False)\n"
+        "    print(child.wait(timeout=60))\n"
+    )
+
+    # Execute
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+
+    # Assert: the version, nothing else
+    assert done.returncode == 0 and done.stdout.split() == ["0"], done.stderr
+    logged = (tmp_path / "child.log").read_text()
+    assert logged.startswith("vfl ") and "Warning" not in logged

@@ -24,6 +24,7 @@ from tests.deploy.scenario import (
     run_launch,
     wait_for,
 )
+from vfl.deploy.stopping import kill_group
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
@@ -175,3 +176,36 @@ def test_launch_refuses_resume_without_a_run(tmp_path: Path) -> None:
     # Assert
     assert result.returncode == 2
     assert "holds no deployed run to resume" in result.stderr
+
+
+def test_a_second_signal_kills_what_each_process_started_too(tmp_path: Path) -> None:
+    # Prepare: a process leading its own session that started a worker and waits (as the server
+    # with SecureBoost's encryption pool), its worker's ID written to a file
+    worker_file = tmp_path / "worker.pid"
+    leader = subprocess.Popen(
+        ["sh", "-c", f"sleep 300 & echo $! > {worker_file}; wait"], start_new_session=True
+    )
+    deadline = time.monotonic() + 10
+    while not worker_file.exists() or not worker_file.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    worker = int(worker_file.read_text())
+
+    # Execute
+    kill_group(leader)
+    leader.wait(timeout=10)
+
+    # Assert: the worker is gone too (not left running, re-parented to init)
+    deadline = time.monotonic() + 10
+    while _running(worker):
+        assert time.monotonic() < deadline, f"worker {worker} still runs"
+        time.sleep(0.05)
+    kill_group(leader)  # an ended, reaped process: nothing is sent
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

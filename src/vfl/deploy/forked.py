@@ -47,13 +47,13 @@ PRELOAD = (
     "torch.optim",
     "numba",
     "pandas",
-    ENTRY,
     "vfl.deploy.commands",
     "vfl.deploy.phases",
     "vfl.deploy.party",
     "vfl.deploy.server",
 )
-"""What every process of a launch imports before it can work."""
+"""What every process of a launch imports before it can work. Not ``ENTRY`` itself: each child
+runs it afresh as ``__main__`` (a module run so must not be imported yet), which is quick."""
 
 
 def can_fork(python: str) -> bool:
@@ -194,6 +194,7 @@ def _run_child(
 
         count_age_from(started)
         sys.argv = [ENTRY, *args]
+        sys.modules.pop(ENTRY, None)  # the launcher's own command runs it; here it runs afresh
         runpy.run_module(ENTRY, run_name="__main__", alter_sys=True)  # as `python -m vfl.cli`
         status = 0
     except SystemExit as exit_:

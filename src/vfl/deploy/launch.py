@@ -209,7 +209,7 @@ def _check_new_or_resumed(
     check_run_directory(run_dir, resume, f"{again} --resume")
     try:
         if not resume:
-            check_no_previous_run(parties, again)
+            check_no_previous_run(parties, again, run_dir)
     except ConfigError:
         if not existed:
             run_dir.rmdir()  # made empty by the check just now

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence, Sized
 
 from vfl.deploy.alignment import Alignment
 from vfl.deploy.data import SPLITS
-from vfl.run.console import process_age
+from vfl.run.console import forked_by_launch, own_age, process_age
 from vfl.run.progress import Progress
 from vfl.transport.grpc_transport import REPORT_EVERY_S, GrpcTransport
 from vfl.transport.link import PartyUnavailableError
@@ -60,7 +60,10 @@ class SetupPhases:
         """The server listens; the wait for ``parties`` begins."""
         seconds = self._lap("start")
         self.doing = f"waiting for parties {_names(parties)} to connect"
-        self.progress.note(f"server listening on port {port} ({seconds:.1f} s to start)")
+        started = f"{seconds:.1f} s to start"
+        if forked_by_launch():
+            started = f"{own_age():.1f} s after its fork, {seconds:.1f} s after the launch began"
+        self.progress.note(f"server listening on port {port} ({started})")
 
     def await_parties(self, transport: GrpcTransport, timeout: float) -> None:
         """Wait for every party to connect (as ``transport.wait_for_parties``), noting each.

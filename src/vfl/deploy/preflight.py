@@ -34,12 +34,16 @@ def checked_parties(deployment: DeploymentConfig) -> dict[int, PartyConfig]:
     return parties
 
 
-def check_no_previous_run(parties: dict[int, PartyConfig], again: str) -> None:
+def check_no_previous_run(parties: dict[int, PartyConfig], again: str, run_dir: Path) -> None:
     """Refuse a new training run where a party's ``state_dir`` holds a previous one.
+
+    The run folder was checked first: it holds no run, so the parties' run is one whose folder
+    is elsewhere (moved, or launched with another ``--run-dir``).
 
     Args:
         parties: Each party's config, by id.
-        again: This launch's command line, for the message that names how to continue.
+        again: This launch's command line, for the message that names how to go on.
+        run_dir: This launch's run folder (new).
 
     Raises:
         ConfigError: naming the state directories and what to do.
@@ -53,9 +57,10 @@ def check_no_previous_run(parties: dict[int, PartyConfig], again: str) -> None:
         return
     folders = ", ".join(repr(folder) for folder in held.values())
     raise ConfigError(
-        f"the state directories of parties {sorted(held)} hold a previous run ({folders}):"
-        f" continue it with `{again} --resume`, or, for a new run, give each party a new"
-        " state_dir in its PARTY.toml (or move the folders aside); where privacy.journal_dir is"
-        " empty the release journal is in state_dir: point journal_dir at it, so that the new"
-        " run's releases add to the same count"
+        f"the state directories of parties {sorted(held)} hold a previous run ({folders}) whose"
+        f" run folder is not '{run_dir}' (moved, or launched with another --run-dir): to"
+        f" continue it, run `{again}` with that run's `--run-dir` and `--resume`; for a new run,"
+        " give each party a new state_dir in its PARTY.toml (or move the folders aside); where"
+        " privacy.journal_dir is empty the release journal is in state_dir: point journal_dir"
+        " at it, so that the new run's releases add to the same count"
     )

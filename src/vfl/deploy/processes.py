@@ -21,7 +21,7 @@ from typing import IO, Protocol
 
 from vfl.deploy.forked import ENTRY, fork_vfl
 from vfl.deploy.port_file import read_port
-from vfl.deploy.stopping import LaunchStop
+from vfl.deploy.stopping import LaunchStop, kill_group
 from vfl.errors import ProtocolError
 from vfl.run.progress import Fanout, Progress, Terminal, replay
 
@@ -105,6 +105,8 @@ def start(
     """
     log_path = logs / f"{name}.log"
     log_file = log_path.open("ab")
+    log_file.write(f"---- {time.strftime('%Y-%m-%d %H:%M:%S')} vfl launch: {name} ----\n".encode())
+    log_file.flush()  # a log gathers every launch of the run: each begins with this line
     popen: Process
     if python is None:
         opened = [fd for sibling in siblings for fd in sibling.descriptors()]
@@ -204,7 +206,7 @@ def supervise(processes: list[Child], stop: LaunchStop) -> None:
 
 
 def stop_all(processes: list[Child]) -> None:
-    """Stop every process still running (SIGTERM, then SIGKILL) and close its log."""
+    """Stop every process still running (SIGTERM, then SIGKILL to it and what it started)."""
     for process in processes:
         if process.popen.poll() is None:
             process.popen.terminate()
@@ -212,7 +214,7 @@ def stop_all(processes: list[Child]) -> None:
         try:
             process.popen.wait(timeout=STOP_WAIT_S)
         except subprocess.TimeoutExpired:
-            process.popen.kill()
+            kill_group(process.popen)  # still running: its group cannot be another's yet
             process.popen.wait()
         if process.relay is not None:
             process.relay.join(timeout=10)

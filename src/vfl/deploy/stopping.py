@@ -9,6 +9,7 @@ continues it: ``launch_stopped``, ``server_next_step``, ``party_stopped``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import signal
@@ -58,8 +59,7 @@ def forwarding_signals(processes: Sequence[Process]) -> Iterator[LaunchStop]:
         if stop.reason:
             stop.at_once = True
             for process in processes:
-                if process.poll() is None:
-                    process.kill()
+                kill_group(process)
             return
         stop.reason = name
         if processes and processes[0].poll() is None:
@@ -73,6 +73,18 @@ def forwarding_signals(processes: Sequence[Process]) -> Iterator[LaunchStop]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def kill_group(process: Process) -> None:
+    """SIGKILL to ``process`` and every process it started (its session's process group).
+
+    A launch's processes lead sessions of their own, so their workers (SecureBoost's encryption
+    pool, say) die with them instead of living on, holding the log and the output pipe.
+    """
+    if process.poll() is not None:  # ended and reaped: its ID may be another's by now
+        return
+    with contextlib.suppress(ProcessLookupError):  # ended since
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 def launch_stopped(run_dir: Path, reason: str, again: str) -> str:

@@ -32,6 +32,16 @@ def process_age() -> float:
     """
     if _FORKED_FROM:
         return max(0.0, time.monotonic() - _FORKED_FROM[0])
+    return own_age()
+
+
+def forked_by_launch() -> bool:
+    """Whether ``vfl launch`` forked this process (``process_age`` counts from the launch)."""
+    return bool(_FORKED_FROM)
+
+
+def own_age() -> float:
+    """Seconds since this process itself started (its fork, for a forked one)."""
     try:
         with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
             started_ticks = int(stat.read().rpartition(")")[2].split()[19])
