@@ -162,6 +162,32 @@ def test_checkpoints_within_epochs_record_where_the_epoch_stands(
     assert not (tmp_path / "summary.json").exists()
 
 
+def test_a_stop_at_an_epochs_end_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Prepare: 10 rounds per epoch; a stop requested in the epoch's last round
+    from vfl.protocol.loop import ServerLoop
+    from vfl.results.files import RunDirectory
+    from vfl.run.fit import RunStopped
+    from vfl.run.signals import StopRequest
+
+    stop = StopRequest()
+    simulation = small_simulation()
+    assert isinstance(simulation.trainer, ServerLoop)
+    step = simulation.trainer.train_round
+    rounds: list[float] = []
+
+    def counted(ids: torch.Tensor) -> float:
+        rounds.append(step(ids))
+        if len(rounds) == 10:
+            stop.request("a test")
+        return rounds[-1]
+
+    monkeypatch.setattr(simulation.trainer, "train_round", counted)
+
+    # Execute / Assert: "the end of epoch 1", not "epoch 2, round 0"
+    with pytest.raises(RunStopped, match=r"after round 10 \(the end of epoch 1\)"):
+        fit(simulation, epochs=3, run=RunDirectory(tmp_path), progress=False, stop=stop)
+
+
 def test_a_stop_without_a_run_directory_says_nothing_can_be_resumed() -> None:
     # Prepare
     from vfl.run.fit import RunStopped

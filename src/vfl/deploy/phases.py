@@ -128,14 +128,17 @@ class SetupPhases:
         how = "set up" if restore_round < 0 else f"restored at round {restore_round}"
         self.doing = f"waiting for the parties to be {how}"
 
-    def parties_ready(self, epochs: int, rounds: int) -> None:
-        """Every party built its role; training of ``epochs`` epochs of ``rounds`` begins."""
+    def parties_ready(self, epochs: int, rounds: int, rounds_done: int = 0) -> None:
+        """Every party built (or restored) its role; training to ``epochs`` epochs begins.
+
+        ``rounds``: per epoch; ``rounds_done``: the rounds a resumed run has behind it.
+        """
         seconds = self._lap("parties_setup")
         self.doing = "training"
         total = sum(self.seconds.values())
         self.progress.note(
-            f"parties set up ({seconds:.1f} s); set-up took {total:.1f} s; training {epochs}"
-            f" epoch{'s' if epochs != 1 else ''} of {rounds} rounds"
+            f"parties set up ({seconds:.1f} s); set-up took {total:.1f} s; "
+            + _training(epochs, rounds, rounds_done)
         )
 
     def holders_ready(self, trees: int) -> None:
@@ -156,3 +159,17 @@ class SetupPhases:
 
 def _names(parties: Sequence[int]) -> str:
     return ", ".join(map(str, parties))
+
+
+def _training(epochs: int, rounds: int, rounds_done: int) -> str:
+    """``training 5 epochs of 41 rounds``, or where a resumed run goes on and to which epoch."""
+    done, position = divmod(rounds_done, rounds) if rounds else (0, 0)
+    if rounds_done == 0:
+        return f"training {epochs} epoch{'s' if epochs != 1 else ''} of {rounds} rounds"
+    if done >= epochs:
+        return (
+            f"the run ended at epoch {done} already: nothing to train (to train more, resume"
+            " with a larger train.epochs: --set train.epochs=N)"
+        )
+    start = f"round {position} of epoch {done + 1}" if position else f"epoch {done + 1}"
+    return f"training from {start} to epoch {epochs} ({rounds} rounds an epoch)"

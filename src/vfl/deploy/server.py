@@ -295,7 +295,7 @@ def _build(
     )
     parties = RemoteParties(coordinator, restore_round if resume else None)
     session = build_deployed_session(blueprint, server, coordinator.transport, parties)
-    phases.parties_ready(config.train.epochs, len(session.trainer.sampler))
+    phases.parties_ready(config.train.epochs, len(session.trainer.sampler), max(restore_round, 0))
     if not resume and config.train.checkpoint:
         run.save_checkpoint(
             {

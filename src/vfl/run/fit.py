@@ -264,9 +264,13 @@ class _Fit:
             if self.run_files is not None
             else "the checkpoint holds it"
         )
+        place = (
+            f"epoch {epoch + 1}, round {self.position} of {len(self.trainer.sampler)}"
+            if self.position
+            else f"the end of epoch {epoch}"
+        )
         raise RunStopped(
-            f"stopped by {self.stop.reason} after round {rounds} (epoch {epoch + 1}, round"
-            f" {self.position} of {len(self.trainer.sampler)}); {where}",
+            f"stopped by {self.stop.reason} after round {rounds} ({place}); {where}",
             rounds=rounds,
             checkpointed=checkpointed,
             reason=self.stop.reason or "",
