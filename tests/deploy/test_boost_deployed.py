@@ -53,7 +53,7 @@ def test_deployed_secureboost_grows_the_in_process_trees(tmp_path: Path) -> None
 
     # Execute
     alignment = align(transport, ids)
-    setup_holders(transport, alignment, labels, PARAMS.max_bin)
+    setup_holders(transport, alignment, labels, PARAMS.max_bin, config=config)
     deployed = train_deployed(
         BoostPlan(PARAMS, workers=1), transport, alignment, labels, max_frame_bytes=LIMIT
     )

@@ -11,13 +11,13 @@ leave the process. Requests over the frame limit arrive in pieces and are put to
 from __future__ import annotations
 
 import logging
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vfl.boost.holder_bundle import holder_bundle
 from vfl.boost.link import PassiveAnswers
 from vfl.boost.passive import PassiveBooster
 from vfl.boost.pieces import BoostPart
@@ -28,11 +28,14 @@ from vfl.boost.wire_messages import (
     BoostRouteRequest,
     BoostSplitRequest,
 )
+from vfl.config import RunConfig
+from vfl.config.io import from_mapping
 from vfl.data.encoding import TableEncoder
 from vfl.deploy.alignment import Alignment
 from vfl.deploy.data import HolderSplit, fit_features
 from vfl.deploy.messages import BoostSetupRequest, SetupReply
-from vfl.errors import ProtocolError
+from vfl.errors import ConfigError, ProtocolError
+from vfl.run.tree_bundles import write_holder
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN, Message
 
 log = logging.getLogger(__name__)
@@ -71,6 +74,7 @@ class BoostRole:
         *,
         categorical: Sequence[str] = (),
     ) -> None:
+        self.config = run_config(party_id, request.config)
         train = tables[SPLIT_TRAIN].take(alignment.rows[SPLIT_TRAIN])
         test = tables[SPLIT_TEST].take(alignment.rows[SPLIT_TEST])
         train_block, test_block, self.encoder = fit_features(train, test, categorical=categorical)
@@ -92,6 +96,25 @@ class BoostRole:
             train_block.shape[1],
             list(self.holder.bins),
         )
+
+
+def run_config(party_id: int, text: str) -> RunConfig:
+    """The run config the server sent (TOML), for the party's bundle.
+
+    Raises:
+        ProtocolError: if it is not a SecureBoost run's config.
+    """
+    try:
+        config = from_mapping(RunConfig, tomllib.loads(text))
+    except (tomllib.TOMLDecodeError, ConfigError) as error:
+        raise ProtocolError(
+            f"party {party_id}: the server sent a bad run config ({error})"
+        ) from None
+    if config.protocol.name != "secureboost":
+        raise ProtocolError(
+            f"party {party_id}: a SecureBoost set-up came with a {config.protocol.name!r} config"
+        )
+    return config
 
 
 class BoostAnswering:
@@ -134,11 +157,16 @@ class BoostAnswering:
         """Write this holder's bundle (its split rules and its encoding) into ``folder``."""
         if self.role is None:
             raise ProtocolError(f"party {self.party_id}: bundle export before the set-up")
-        preprocessing = {"kind": "table", "encoder": self.role.encoder.as_dict()}
-        bundle = holder_bundle(
-            self.role.holder, fingerprint=fingerprint, extra={"preprocessing": preprocessing}
+        holder = self.role.holder
+        write_holder(
+            folder,
+            self.role.config,
+            fingerprint,
+            party=self.party_id,
+            splits=holder.splits,
+            width=len(holder.bins),
+            preprocessing={"kind": "table", "encoder": self.role.encoder.as_dict()},
         )
-        bundle.save(folder)
 
     def _setup(self, request: BoostSetupRequest) -> SetupReply:
         alignment = self.load_alignment(request.alignment)

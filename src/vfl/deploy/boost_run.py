@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from vfl.boost.holder_bundle import label_holder_bundle
 from vfl.boost.params import BoostParams
 from vfl.boost.timing import TreeReport
 from vfl.config import RunConfig
@@ -34,6 +33,7 @@ from vfl.deploy.messages import ControlAck, ExportRequest
 from vfl.deploy.phases import SetupPhases
 from vfl.results.files import SUMMARY, RunDirectory
 from vfl.run.bundles import BUNDLE, SERVER
+from vfl.run.tree_bundles import write_label_holder
 from vfl.transport.grpc_transport import GrpcTransport
 from vfl.wire import Shutdown
 
@@ -74,7 +74,7 @@ def run_boost(
     """Set the holders up, grow the trees, end the run; returns the summary (also written)."""
     plan = boost_plan(config)
     phases.parties_begin(-1)
-    setup_holders(transport, alignment, labels, plan.params.max_bin)
+    setup_holders(transport, alignment, labels, plan.params.max_bin, config=config)
     phases.holders_ready(plan.params.num_trees)
     started = time.monotonic()
 
@@ -113,10 +113,8 @@ def export_bundles(
     fingerprint = deployed_fingerprint(config, alignment.id)
     request = ExportRequest(round=0, fingerprint=fingerprint)
     ask(transport, dict.fromkeys(transport.party_ids, request), ControlAck)
-    bundle = label_holder_bundle(
-        deployed.active, transport.party_ids, fingerprint=fingerprint, classes=classes
-    )
-    bundle.save(run.file(BUNDLE) / SERVER)
+    target = run.file(BUNDLE) / SERVER
+    write_label_holder(target, config, fingerprint, deployed.active, transport.party_ids, classes)
     return fingerprint
 
 

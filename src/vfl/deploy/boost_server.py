@@ -27,8 +27,11 @@ from vfl.boost.link import PREDICT_PHASE, SETUP_PHASE, TRAIN_PHASE, TransportLin
 from vfl.boost.paillier import DEFAULT_KEY_BITS, KeyPair
 from vfl.boost.params import BoostParams
 from vfl.boost.timing import TreeReport
+from vfl.config import RunConfig
+from vfl.config.io import to_toml
 from vfl.deploy.alignment import Alignment
 from vfl.deploy.boost_party import TEST_TABLE
+from vfl.deploy.config import party_view
 from vfl.deploy.control import ask
 from vfl.deploy.data import LabelTables
 from vfl.deploy.messages import BoostSetupRequest, SetupReply
@@ -89,14 +92,24 @@ def frame_limit(max_message_bytes: int) -> int:
 
 
 def setup_holders(
-    transport: GrpcTransport, alignment: Alignment, labels: LabelTables, max_bin: int
+    transport: GrpcTransport,
+    alignment: Alignment,
+    labels: LabelTables,
+    max_bin: int,
+    *,
+    config: RunConfig,
 ) -> dict[int, SetupReply]:
     """Every party becomes a passive holder of its aligned rows; their counts are checked.
+
+    Each party is sent the run's config as a party sees it (for its bundle's ``config.toml``).
 
     Raises:
         DataError: if a party aligned other row counts than the server.
     """
-    request = BoostSetupRequest(round=0, alignment=alignment.id, max_bin=max_bin)
+    config_text = to_toml(party_view(config))
+    request = BoostSetupRequest(
+        round=0, alignment=alignment.id, max_bin=max_bin, config=config_text
+    )
     replies = ask(transport, dict.fromkeys(transport.party_ids, request), SetupReply)
     expected = (len(alignment.rows[SPLIT_TRAIN]), len(alignment.rows[SPLIT_TEST]))
     for party, reply in replies.items():

@@ -165,11 +165,13 @@ class BoostSetupRequest(Message):
     Attributes:
         alignment: The id of the saved alignment to order rows by.
         max_bin: Most bins per column (the run's ``boost.max_bin``).
+        config: The run config as a party sees it (TOML), kept in the party's bundle.
     """
 
     REPLIES: ClassVar[tuple[type[Message], ...]] = (SetupReply,)
     alignment: str
     max_bin: int
+    config: str
 
 
 @register(kind=69)
