@@ -93,17 +93,6 @@ def gathered(folder: Path, run_dir: Path, target: Path) -> Path:
     return target
 
 
-def joined_test_table(folder: Path) -> Path:
-    """Every holder's test table (the labels too) joined on the ID: all raw columns, one file."""
-    joined = pd.read_csv(folder / "data" / "labels_test.csv", dtype={"person_id": str})
-    for party in (1, 2, 3):
-        table = pd.read_csv(folder / "data" / f"party{party}_test.csv", dtype={"person_id": str})
-        joined = joined.merge(table, on="person_id")
-    path = folder / "joined_test.csv"
-    joined.to_csv(path, index=False)
-    return path
-
-
 def serve_and_score(folder: Path, run_dir: Path, ids: list[str]) -> dict[str, float]:
     """``vfl serve`` and three ``vfl party --serve`` processes; ``vfl score`` of ``ids``."""
     port_file = folder / "serve.port"
@@ -191,7 +180,7 @@ def test_launch_grows_the_in_process_trees_and_four_prediction_paths_agree(
 
     # Execute: vfl predict from the gathered bundles, deployed batch prediction, vfl serve
     model = gathered(tmp_path, run_dir, tmp_path / "model")
-    joined = joined_test_table(tmp_path)
+    joined = tmp_path / "data" / "joined_test.csv"  # make_data.py's: all holders' columns
     bundled_out = tmp_path / "bundled.csv"
     from_bundles = vfl_process(
         "predict", str(model), "--data", str(joined), "--out", str(bundled_out), timeout=600

@@ -639,9 +639,8 @@ SLOW = (
                 shown=("parties set up as SecureBoost holders", "final: test_loss"),
                 expect=("PSI: aligning 300 train and 16281 test IDs with 3 parties", "tree 2/2: "),
                 files=(
-                    "examples/deploy/secureboost/runs/secureboost-example/bundle/server/"
-                    "secureboost.json",
-                    "examples/deploy/secureboost/state/party2/bundle/party-2/secureboost.json",
+                    "examples/deploy/secureboost/runs/secureboost-example/bundle/server/trees.json",
+                    "examples/deploy/secureboost/state/party2/bundle/party-2/splits.json",
                 ),
             ),
             Step(
@@ -651,6 +650,24 @@ SLOW = (
                 " examples/deploy/secureboost/data/labels_test.csv",
                 expect=("16281 predictions written to",),
                 files=("examples/deploy/secureboost/runs/secureboost-example/predictions.csv",),
+            ),
+            Step(SECUREBOOST, "mkdir -p model/bundle"),
+            Step(
+                SECUREBOOST,
+                "cp -r examples/deploy/secureboost/runs/secureboost-example/bundle/server"
+                " model/bundle/",
+            ),
+            Step(
+                SECUREBOOST,
+                "for k in 1 2 3; do cp -r examples/deploy/secureboost/state/party$k/bundle/party-$k"
+                " model/bundle/; done",
+                files=("model/bundle/party-3/splits.json",),
+            ),
+            Step(
+                SECUREBOOST,
+                "vfl predict model --data examples/deploy/secureboost/data/joined_test.csv",
+                expect=("16281 predictions written to model/predictions.csv (loss",),
+                files=("model/predictions.csv",),
             ),
             Step(
                 SECUREBOOST,
