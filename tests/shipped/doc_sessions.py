@@ -717,6 +717,21 @@ SLOW = (
             ),
             Step(
                 SECUREBOOST,
+                "nice .venv/bin/python bench/bench_boost_auc.py --seeds 0 1 2 --rows 1000"
+                " --trees 3",
+                add="--seeds 0 --rows 200 --trees 1 --out doc-check/auc",
+                files=("doc-check/auc/auc_run_0.json", "doc-check/auc/auc_launch_0.json"),
+                expect=("run seed 0: SecureBoost", "launch seed 0: SecureBoost"),
+            ),
+            Step(
+                SECUREBOOST,
+                "nice .venv/bin/python bench/bench_boost_auc.py --seeds 0 1 2 --rows 5000"
+                " --trees 10 --out bench/results/secureboost/auc_5000",
+                add="--seeds 0 --rows 200 --trees 1 --modes run --out doc-check/auc5000",
+                files=("doc-check/auc5000/auc_run_0.json",),
+            ),
+            Step(
+                SECUREBOOST,
                 "nice .venv/bin/python bench/bench_boost_scaling.py --rows 2000 10000 30000"
                 " --bins 16 32 64 --holders 2 3 4 --base-rows 2000 --trees 1"
                 " --out bench/results/secureboost/scaling_2000",
