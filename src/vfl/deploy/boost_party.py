@@ -21,6 +21,7 @@ import numpy as np
 from vfl.boost.link import PassiveAnswers
 from vfl.boost.passive import PassiveBooster
 from vfl.boost.pieces import BoostPart
+from vfl.boost.state import splits_from_plain, splits_to_plain
 from vfl.boost.wire_messages import (
     BoostGradients,
     BoostHistogramRequest,
@@ -42,6 +43,9 @@ log = logging.getLogger(__name__)
 
 TEST_TABLE = "test"
 """The name under which a holder keeps its aligned test rows (the server evaluates each tree)."""
+
+SPLITS_KEY = "boost_splits"
+"""The checkpoint entry of a holder's split rules (plain lists: no tensors, no pickle of code)."""
 
 BOOST_REQUESTS: tuple[type[Message], ...] = (
     BoostKeyAnnounce,
@@ -119,6 +123,8 @@ class BoostAnswering:
         party_id: This party's id.
         tables: Its train and test tables.
         load_alignment: The saved alignment of an id (``PartyState.load_alignment``).
+        load_checkpoint: The state saved after a number of trees (``PartyState.load_checkpoint``),
+            for a resumed run.
         categorical: Columns to one-hot encode (empty: inferred).
     """
 
@@ -128,11 +134,13 @@ class BoostAnswering:
         tables: Mapping[int, HolderSplit],
         load_alignment: Callable[[str], Alignment],
         *,
+        load_checkpoint: Callable[[int], dict[str, Any]] | None = None,
         categorical: Sequence[str] = (),
     ) -> None:
         self.party_id = party_id
         self.tables = tables
         self.load_alignment = load_alignment
+        self.load_checkpoint = load_checkpoint
         self.categorical = tuple(categorical)
         self.role: BoostRole | None = None
 
@@ -163,12 +171,33 @@ class BoostAnswering:
             preprocessing={"kind": "table", "encoder": self.role.encoder.as_dict()},
         )
 
+    def checkpoint(self) -> dict[str, Any]:
+        """What this holder keeps after a tree to continue from it: its own split rules."""
+        if self.role is None:
+            raise ProtocolError(f"party {self.party_id}: checkpoint before the SecureBoost set-up")
+        return {SPLITS_KEY: splits_to_plain(self.role.holder.splits)}
+
     def _setup(self, request: BoostSetupRequest) -> SetupReply:
         alignment = self.load_alignment(request.alignment)
-        self.role = BoostRole(
+        role = BoostRole(
             self.party_id, self.tables, alignment, request, categorical=self.categorical
         )
-        return self.role.reply
+        if request.restore_trees > 0:
+            self._restore(role.holder, request.restore_trees)
+        self.role = role
+        return role.reply
+
+    def _restore(self, holder: PassiveBooster, trees: int) -> None:
+        """Its split rules as saved after ``trees`` trees."""
+        if self.load_checkpoint is None:
+            raise ProtocolError(f"party {self.party_id} keeps no checkpoints to resume from")
+        saved = self.load_checkpoint(trees)
+        where = f"party {self.party_id}'s checkpoint after tree {trees}"
+        splits = splits_from_plain(saved.get(SPLITS_KEY), where, len(holder.bins))
+        holder.restore(splits, trees)
+        log.info(
+            "SecureBoost holder resumed after tree %d: %d split rules", trees, len(splits.rules)
+        )
 
     def _answer(self, message: Message) -> Message:
         if self.role is None:
