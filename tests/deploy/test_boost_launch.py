@@ -206,3 +206,36 @@ def test_launch_grows_the_in_process_trees_and_four_prediction_paths_agree(
     assert f"auc {summary['final']['test_auc']:.4f}" in from_bundles.stdout
     assert np.abs(np.array([served[i] for i in scored_ids]) - expected[:200]).max() <= 1e-9
     assert len(set(np.round(expected, 6))) > 3  # not a constant model (a vacuous agreement)
+
+
+def test_launch_resumed_after_a_tree_grows_the_uninterrupted_trees(tmp_path: Path) -> None:
+    # Prepare: the example trained for one tree, as the user runs it
+    run_toml = make_example(tmp_path)
+    run_dir = tmp_path / "runs" / "secureboost-example"
+    first = vfl_process("launch", str(run_toml), "--set", "boost.num_trees=1", timeout=900)
+    assert first.returncode == 0, first.stderr
+    first_summary = (run_dir / "summary.json").read_text()
+
+    # Execute: resumed for the second tree
+    resumed = vfl_process(
+        "launch", str(run_toml), "--resume", "--set", f"boost.num_trees={TREES}", timeout=900
+    )
+
+    # Assert: one tree grown, the trees of an uninterrupted in-process run, earlier files kept
+    assert resumed.returncode == 0, resumed.stderr
+    assert "tree 2/2: test auc" in resumed.stderr and "tree 1/2" not in resumed.stderr
+    run, _, _ = in_process(tmp_path, run_dir)
+    label_holder = load_label_holder(run_dir / "bundle" / "server")
+    holders = {
+        p: load_holder(tmp_path / "state" / f"party{p}" / "bundle" / f"party-{p}")
+        for p in (1, 2, 3)
+    }
+    deployed_tables = {0: SplitTable(), **{p: b.splits for p, b in holders.items()}}
+    local_tables = {0: run.active.splits, **{p: h.splits for p, h in run.passives.items()}}
+    assert [secureboost_structure(t, deployed_tables) for t in label_holder.trees] == [
+        secureboost_structure(t, local_tables) for t in run.active.trees
+    ]
+    kept = [p for p in run_dir.iterdir() if p.name.startswith("summary.json.resumed-")]
+    assert len(kept) == 1 and kept[0].read_text() == first_summary
+    assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == TREES
+    assert any(p.name.startswith("server.replaced-") for p in (run_dir / "bundle").iterdir())

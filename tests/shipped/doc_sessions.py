@@ -645,6 +645,15 @@ SLOW = (
             ),
             Step(
                 SECUREBOOST,
+                "vfl launch examples/deploy/secureboost/RUN.toml --resume --set boost.num_trees=5",
+                add="--set boost.num_trees=3",
+                expect=("tree 3/3: ",),
+                files=(
+                    "examples/deploy/secureboost/runs/secureboost-example/trees-checkpoint.json",
+                ),
+            ),
+            Step(
+                SECUREBOOST,
                 "vfl launch examples/deploy/secureboost/RUN.toml --predict --model"
                 " examples/deploy/secureboost/runs/secureboost-example --data"
                 " examples/deploy/secureboost/data/labels_test.csv",
