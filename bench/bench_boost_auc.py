@@ -20,9 +20,10 @@ machine's load); a file that exists is kept and its run skipped, so an interrupt
     vfl data fetch adult
     nice .venv/bin/python bench/bench_boost_auc.py --seeds 0 1 2 --rows 1000 --trees 3
 
-(about ten minutes on 2 shared cores); a larger run, for example
-``--rows 5000 --trees 10 --out bench/results/secureboost/auc_5000``, takes hours there (the
-label holder encrypts every row for every tree: about 5 ms of CPU per row).
+(about 4 minutes on 2 shared cores; ``--rows 2000 --trees 5 --out
+bench/results/secureboost/auc_2000`` about 10); a larger run, for example ``--rows 5000
+--trees 10 --out bench/results/secureboost/auc_5000``, takes hours there (the label holder
+encrypts every row for every tree: about 5 ms of CPU per row).
 """
 
 from __future__ import annotations

@@ -734,6 +734,13 @@ SLOW = (
             ),
             Step(
                 SECUREBOOST,
+                "nice .venv/bin/python bench/bench_boost_auc.py --seeds 0 1 2 --rows 2000"
+                " --trees 5 --out bench/results/secureboost/auc_2000",
+                add="--seeds 0 --rows 200 --trees 1 --modes run --out doc-check/auc2000",
+                files=("doc-check/auc2000/auc_run_0.json",),
+            ),
+            Step(
+                SECUREBOOST,
                 "nice .venv/bin/python bench/bench_boost_auc.py --seeds 0 1 2 --rows 5000"
                 " --trees 10 --out bench/results/secureboost/auc_5000",
                 add="--seeds 0 --rows 200 --trees 1 --modes run --out doc-check/auc5000",
