@@ -84,6 +84,22 @@ def in_process(
     return run, tests, np.asarray([str(i) for i in test_ids])
 
 
+def assert_the_bundles_hold_the_trees_of(run: SecureBoostRun, folder: Path, run_dir: Path) -> None:
+    """Every holder's bundle of the deployed run holds ``run``'s trees, split for split."""
+    label_holder = load_label_holder(run_dir / "bundle" / "server")
+    holders = {
+        p: load_holder(folder / "state" / f"party{p}" / "bundle" / f"party-{p}") for p in (1, 2, 3)
+    }
+    deployed_tables = {0: SplitTable(), **{p: b.splits for p, b in holders.items()}}
+    local_tables = {0: run.active.splits, **{p: h.splits for p, h in run.passives.items()}}
+    assert len(label_holder.trees) == TREES
+    assert [secureboost_structure(t, deployed_tables) for t in label_holder.trees] == [
+        secureboost_structure(t, local_tables) for t in run.active.trees
+    ]
+    for deployed_tree, local_tree in zip(label_holder.trees, run.active.trees, strict=True):
+        assert np.array_equal(deployed_tree.leaf_weights(), local_tree.leaf_weights())
+
+
 def gathered(folder: Path, run_dir: Path, target: Path) -> Path:
     """The server's bundle and every party's, copied into ``target/bundle`` for ``vfl predict``."""
     shutil.copytree(run_dir / "bundle" / "server", target / "bundle" / "server")
@@ -161,19 +177,7 @@ def test_launch_grows_the_in_process_trees_and_four_prediction_paths_agree(
     assert trained.stdout.startswith("final: test_loss")
     # Assert: the deployed trees are the in-process trees, split for split, weight for weight
     run, tests, test_ids = in_process(tmp_path, run_dir)
-    label_holder = load_label_holder(run_dir / "bundle" / "server")
-    holders = {
-        p: load_holder(tmp_path / "state" / f"party{p}" / "bundle" / f"party-{p}")
-        for p in (1, 2, 3)
-    }
-    deployed_tables = {0: SplitTable(), **{p: b.splits for p, b in holders.items()}}
-    local_tables = {0: run.active.splits, **{p: h.splits for p, h in run.passives.items()}}
-    assert len(label_holder.trees) == TREES
-    assert [secureboost_structure(t, deployed_tables) for t in label_holder.trees] == [
-        secureboost_structure(t, local_tables) for t in run.active.trees
-    ]
-    for deployed_tree, local_tree in zip(label_holder.trees, run.active.trees, strict=True):
-        assert np.array_equal(deployed_tree.leaf_weights(), local_tree.leaf_weights())
+    assert_the_bundles_hold_the_trees_of(run, tmp_path, run_dir)
     summary = json.loads((run_dir / "summary.json").read_text())
     expected = run.predict("test", tests)
     assert summary["final"]["test_auc"] > 0.8
@@ -225,16 +229,7 @@ def test_launch_resumed_after_a_tree_grows_the_uninterrupted_trees(tmp_path: Pat
     assert resumed.returncode == 0, resumed.stderr
     assert "tree 2/2: test auc" in resumed.stderr and "tree 1/2" not in resumed.stderr
     run, _, _ = in_process(tmp_path, run_dir)
-    label_holder = load_label_holder(run_dir / "bundle" / "server")
-    holders = {
-        p: load_holder(tmp_path / "state" / f"party{p}" / "bundle" / f"party-{p}")
-        for p in (1, 2, 3)
-    }
-    deployed_tables = {0: SplitTable(), **{p: b.splits for p, b in holders.items()}}
-    local_tables = {0: run.active.splits, **{p: h.splits for p, h in run.passives.items()}}
-    assert [secureboost_structure(t, deployed_tables) for t in label_holder.trees] == [
-        secureboost_structure(t, local_tables) for t in run.active.trees
-    ]
+    assert_the_bundles_hold_the_trees_of(run, tmp_path, run_dir)
     kept = [p for p in run_dir.iterdir() if p.name.startswith("summary.json.resumed-")]
     assert len(kept) == 1 and kept[0].read_text() == first_summary
     assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == TREES
