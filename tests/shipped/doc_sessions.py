@@ -639,9 +639,17 @@ SLOW = (
                 shown=("parties set up as SecureBoost holders", "final: test_loss"),
                 expect=("PSI: aligning 300 train and 16281 test IDs with 3 parties", "tree 2/2: "),
                 files=(
-                    "examples/deploy/secureboost/runs/secureboost-example/bundle/server/"
-                    "secureboost.json",
-                    "examples/deploy/secureboost/state/party2/bundle/party-2/secureboost.json",
+                    "examples/deploy/secureboost/runs/secureboost-example/bundle/server/trees.json",
+                    "examples/deploy/secureboost/state/party2/bundle/party-2/splits.json",
+                ),
+            ),
+            Step(
+                SECUREBOOST,
+                "vfl launch examples/deploy/secureboost/RUN.toml --resume --set boost.num_trees=5",
+                add="--set boost.num_trees=3",
+                expect=("tree 3/3: ",),
+                files=(
+                    "examples/deploy/secureboost/runs/secureboost-example/trees-checkpoint.json",
                 ),
             ),
             Step(
@@ -651,6 +659,24 @@ SLOW = (
                 " examples/deploy/secureboost/data/labels_test.csv",
                 expect=("16281 predictions written to",),
                 files=("examples/deploy/secureboost/runs/secureboost-example/predictions.csv",),
+            ),
+            Step(SECUREBOOST, "mkdir -p model/bundle"),
+            Step(
+                SECUREBOOST,
+                "cp -r examples/deploy/secureboost/runs/secureboost-example/bundle/server"
+                " model/bundle/",
+            ),
+            Step(
+                SECUREBOOST,
+                "for k in 1 2 3; do cp -r examples/deploy/secureboost/state/party$k/bundle/party-$k"
+                " model/bundle/; done",
+                files=("model/bundle/party-3/splits.json",),
+            ),
+            Step(
+                SECUREBOOST,
+                "vfl predict model --data examples/deploy/secureboost/data/joined_test.csv",
+                expect=("16281 predictions written to model/predictions.csv (loss",),
+                files=("model/predictions.csv",),
             ),
             Step(
                 SECUREBOOST,
@@ -697,6 +723,28 @@ SLOW = (
                 " --depth 3 --max-bin 32 --out bench/results/secureboost/adult_full_5trees",
                 add="--rows 200 --trees 1 --out doc-check/full",
                 files=("doc-check/full/seed0.json",),
+            ),
+            Step(
+                SECUREBOOST,
+                "nice .venv/bin/python bench/bench_boost_auc.py --seeds 0 1 2 --rows 1000"
+                " --trees 3",
+                add="--seeds 0 --rows 200 --trees 1 --out doc-check/auc",
+                files=("doc-check/auc/auc_run_0.json", "doc-check/auc/auc_launch_0.json"),
+                expect=("run seed 0: SecureBoost", "launch seed 0: SecureBoost"),
+            ),
+            Step(
+                SECUREBOOST,
+                "nice .venv/bin/python bench/bench_boost_auc.py --seeds 0 1 2 --rows 2000"
+                " --trees 5 --out bench/results/secureboost/auc_2000",
+                add="--seeds 0 --rows 200 --trees 1 --modes run --out doc-check/auc2000",
+                files=("doc-check/auc2000/auc_run_0.json",),
+            ),
+            Step(
+                SECUREBOOST,
+                "nice .venv/bin/python bench/bench_boost_auc.py --seeds 0 1 2 --rows 5000"
+                " --trees 10 --out bench/results/secureboost/auc_5000",
+                add="--seeds 0 --rows 200 --trees 1 --modes run --out doc-check/auc5000",
+                files=("doc-check/auc5000/auc_run_0.json",),
             ),
             Step(
                 SECUREBOOST,

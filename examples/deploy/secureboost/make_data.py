@@ -12,8 +12,10 @@ intersection has work to do. The example's configs read them from
 
 ``--rows`` takes a seeded subset of the 32,561 training rows (default 1,000: the encryption of a
 tree costs the label holder about 5 ms of CPU per row; 0 takes all of them); the test split is
-Adult's whole test file (16,281 rows). Existing tables are never overwritten unless you pass
-``--force``.
+Adult's whole test file (16,281 rows). ``joined_test.csv`` holds the same test rows with every
+holder's columns in one table: what ``vfl predict`` reads to score with all holders' bundles
+gathered in one place (docs/secureboost.md). Existing tables are never overwritten unless you
+pass ``--force``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ HOLDERS = {
     "party3": ["capital-gain", "capital-loss", "fnlwgt"],
 }
 ID = "person_id"
+JOINED = "joined_test"
 
 
 def holder_tables(adult: Path, rows: int, seed: int) -> dict[str, dict[str, pd.DataFrame]]:
@@ -58,6 +61,15 @@ def holder_tables(adult: Path, rows: int, seed: int) -> dict[str, dict[str, pd.D
     return tables
 
 
+def joined(tables: dict[str, dict[str, pd.DataFrame]], split: str) -> pd.DataFrame:
+    """Every holder's columns of ``split``'s rows in one table, in the label holder's order."""
+    frame = tables["labels"][split]
+    for holder in HOLDERS:
+        if holder != "labels":
+            frame = frame.merge(tables[holder][split], on=ID, how="left")
+    return frame
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the tables; 1 (and nothing written) if one exists without ``--force``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -73,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for holder in HOLDERS
         for split in ("train", "test")
     }
+    paths[(JOINED, "")] = args.out / f"{JOINED}.csv"
     existing = [str(p) for p in paths.values() if p.exists()]
     if existing and not args.force:
         print(f"make_data.py: {existing[0]} exists; pass --force to replace", file=sys.stderr)
@@ -80,7 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     tables = holder_tables(data_dir() / "adult", args.rows, args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     for (holder, split), path in paths.items():
-        tables[holder][split].to_csv(path, index=False)
+        table = joined(tables, "test") if holder == JOINED else tables[holder][split]
+        table.to_csv(path, index=False)
     print(f"wrote {len(paths)} tables to {args.out}")
     return 0
 

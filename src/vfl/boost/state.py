@@ -34,7 +34,7 @@ def tree_from_plain(value: Any, what: str) -> Tree:
         depth, owner, record, left, right = ints
         inner = owner != LEAF
         children_ok = (
-            (0 < left < len(value) and 0 < right < len(value))
+            (index < left < len(value) and index < right < len(value))  # no cycles
             if inner
             else (left == right == record == LEAF)
         )

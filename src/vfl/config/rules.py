@@ -98,6 +98,17 @@ def _table_needs_path_and_label(data: DataConfig) -> None:
     check(data.name != "table" or bool(data.label), "label", "name='table' needs a label")
 
 
+@rule(DataConfig)
+def _subsample_seed_needs_a_subsample(data: DataConfig) -> None:
+    subsampled = data.max_train_samples > 0 or data.max_test_samples > 0
+    check(
+        data.subsample_seed == 0 or subsampled,
+        "subsample_seed",
+        f"{data.subsample_seed} draws nothing without a subsample: set max_train_samples or"
+        " max_test_samples too (or leave subsample_seed at 0)",
+    )
+
+
 @rule(PartitionConfig)
 def _scheme_fixes_party_count(partition: PartitionConfig) -> None:
     fixed = FIXED_PARTIES.get(partition.scheme)

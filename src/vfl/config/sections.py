@@ -47,6 +47,8 @@ class DataConfig(Section):
             flagged like an empty cell).
         max_train_samples: Use a seeded subsample of this many training rows (0 = all).
         max_test_samples: Use a seeded subsample of this many test rows (0 = all).
+        subsample_seed: The seed of those subsamples (independent of ``train.seed``, so that
+            seeds vary training only); another value draws other rows.
         positive_classes: Make the task binary: these class indices become class 1 and every
             other class 0 (e.g. ``[1, 3, 5, 7, 9]`` for odd MNIST digits); empty keeps the
             classes.
@@ -61,6 +63,7 @@ class DataConfig(Section):
     bad_numbers: Literal["error", "missing"] = "error"
     max_train_samples: Annotated[int, Range(ge=0, note="0 = all")] = 0
     max_test_samples: Annotated[int, Range(ge=0, note="0 = all")] = 0
+    subsample_seed: Annotated[int, Range(ge=0)] = 0
     positive_classes: tuple[int, ...] = ()
 
 

@@ -19,7 +19,13 @@ from vfl.errors import ConfigError, DataError
 TABLE = "table"
 """The source name of a user's own CSV or Parquet file (not a registered, fetched data set)."""
 TABLE_SETTINGS = ("path", "label", "id_column", "test_path", "test_fraction", "bad_numbers")
-EVERY_SOURCE = ("name", "max_train_samples", "max_test_samples", "positive_classes")
+EVERY_SOURCE = (
+    "name",
+    "max_train_samples",
+    "max_test_samples",
+    "subsample_seed",
+    "positive_classes",
+)
 """The ``[data]`` keys the runner applies to every data set; each source reads its own others."""
 TABLE_SPLIT_SEED = 0
 """A table's random test split does not depend on ``train.seed``: seeds vary training only."""

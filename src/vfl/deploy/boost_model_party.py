@@ -1,10 +1,11 @@
 """``vfl party --predict`` and ``--serve`` with a SecureBoost bundle: a holder answering lookups.
 
-The party loads its bundle (``secureboost.json``: its own split rules and the encoding of its
-raw columns; no pickle) and presents the bundle's run fingerprint when it connects, as a neural
-party does. It keeps the rows to score as one table and answers the label holder's
-``RouteRequest``s (which of these rows go left at these of my records), one per depth of the
-trees for a whole batch, through the same ``PassiveAnswers`` as in training.
+The party loads its bundle (``STATE_DIR/bundle/party-<id>/``, ``vfl.run.tree_bundles``: its own
+split rules and the encoding of its raw columns; no pickle) and presents the bundle's run
+fingerprint when it connects, as a neural party does. It keeps the rows to score as one table
+and answers the label holder's ``RouteRequest``s (which of these rows go left at these of my
+records), one per depth of the trees for a whole batch, through the same ``PassiveAnswers`` as
+in training.
 
 - **Batch** (``--predict``): it encodes its whole new table when it starts, aligns its IDs with
   the server's by PSI, and keeps the aligned rows.
@@ -22,8 +23,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from vfl.boost.holder_bundle import FILE, HOLDER, HolderBundle, RuleHolder, load_bundle
 from vfl.boost.link import PassiveAnswers
+from vfl.boost.owner import SplitOwner
 from vfl.data.encoding import TableEncoder
 from vfl.deploy.alignment import Alignment
 from vfl.deploy.boost_party import BOOST_REQUESTS
@@ -32,6 +33,9 @@ from vfl.deploy.messages import LookupReply, LookupRequest, ModelSetupRequest, S
 from vfl.deploy.psi_party import PsiResponder
 from vfl.deploy.rows import Looked, TableRows
 from vfl.errors import ConfigError, DataError, ProtocolError, WireError
+from vfl.run import tree_bundles
+from vfl.run.bundle_files import PREPROCESSING
+from vfl.run.tree_bundles import HolderBundle
 from vfl.wire import SPLIT_TEST, Message
 
 log = logging.getLogger(__name__)
@@ -42,7 +46,7 @@ ROWS_TABLE = "rows"
 
 def is_boost_bundle(folder: Path) -> bool:
     """Whether ``folder`` holds a SecureBoost holder's bundle."""
-    return (folder / FILE).is_file()
+    return tree_bundles.is_tree_folder(folder)
 
 
 def load_holder(folder: Path, party_id: int) -> HolderBundle:
@@ -52,7 +56,7 @@ def load_holder(folder: Path, party_id: int) -> HolderBundle:
         DataError: naming a bundle file that is missing or corrupt.
         ConfigError: if the bundle is another party's.
     """
-    bundle = load_bundle(folder, role=HOLDER)
+    bundle = tree_bundles.load_holder(folder)
     if bundle.party != party_id:
         raise ConfigError(
             f"{folder} holds party {bundle.party}'s SecureBoost bundle; this is party {party_id}"
@@ -66,10 +70,10 @@ def holder_encoder(bundle: HolderBundle, folder: Path) -> TableEncoder:
     Raises:
         DataError: if the bundle has none.
     """
-    preprocessing = bundle.extra.get("preprocessing")
-    if not isinstance(preprocessing, dict) or "encoder" not in preprocessing:
-        raise DataError(f"{folder / FILE} has no 'preprocessing' encoder of the party's columns")
-    return TableEncoder.from_dict(preprocessing["encoder"])
+    encoder = bundle.encoder
+    if encoder is None:
+        raise DataError(f"{folder / PREPROCESSING} holds no encoder of the party's table columns")
+    return encoder
 
 
 class BoostModelRuntime:
@@ -85,7 +89,7 @@ class BoostModelRuntime:
         self.bundle = bundle
         self.party_id = bundle.party
         self.rows = rows
-        self.holder = RuleHolder(bundle)
+        self.holder = SplitOwner(bundle.party, bundle.splits, bundle.width)
         self.answers = PassiveAnswers(self.holder)
         self._alignment: Alignment | None = None
         self._ready = False
@@ -93,7 +97,7 @@ class BoostModelRuntime:
             ModelSetupRequest: self._setup,
             **dict.fromkeys(BOOST_REQUESTS, self._answer),
         }
-        self._block = np.zeros((0, bundle.columns))
+        self._block = np.zeros((0, bundle.width))
         if batch:
             ids, self._block = self._whole_table()
             psi = PsiResponder(self.party_id, {SPLIT_TEST: ids}, self._aligned)
@@ -138,7 +142,7 @@ class BoostModelRuntime:
         self._ready = True
         log.info("set up from its SecureBoost bundle: %d rows to predict", rows)
         return SetupReply(
-            round=request.round, width=self.bundle.columns, num_train=rows, num_test=rows
+            round=request.round, width=self.bundle.width, num_train=rows, num_test=rows
         )
 
     def _answer(self, message: Message) -> Message:

@@ -11,16 +11,17 @@ leave the process. Requests over the frame limit arrive in pieces and are put to
 from __future__ import annotations
 
 import logging
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vfl.boost.holder_bundle import holder_bundle
 from vfl.boost.link import PassiveAnswers
 from vfl.boost.passive import PassiveBooster
 from vfl.boost.pieces import BoostPart
+from vfl.boost.state import splits_from_plain, splits_to_plain
 from vfl.boost.wire_messages import (
     BoostGradients,
     BoostHistogramRequest,
@@ -28,17 +29,23 @@ from vfl.boost.wire_messages import (
     BoostRouteRequest,
     BoostSplitRequest,
 )
+from vfl.config import RunConfig
+from vfl.config.io import from_mapping
 from vfl.data.encoding import TableEncoder
 from vfl.deploy.alignment import Alignment
 from vfl.deploy.data import HolderSplit, fit_features
 from vfl.deploy.messages import BoostSetupRequest, SetupReply
-from vfl.errors import ProtocolError
+from vfl.errors import ConfigError, ProtocolError
+from vfl.run.tree_bundles import write_holder
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN, Message
 
 log = logging.getLogger(__name__)
 
 TEST_TABLE = "test"
 """The name under which a holder keeps its aligned test rows (the server evaluates each tree)."""
+
+SPLITS_KEY = "boost_splits"
+"""The checkpoint entry of a holder's split rules (plain lists: no tensors, no pickle of code)."""
 
 BOOST_REQUESTS: tuple[type[Message], ...] = (
     BoostKeyAnnounce,
@@ -71,6 +78,7 @@ class BoostRole:
         *,
         categorical: Sequence[str] = (),
     ) -> None:
+        self.config = run_config(party_id, request.config)
         train = tables[SPLIT_TRAIN].take(alignment.rows[SPLIT_TRAIN])
         test = tables[SPLIT_TEST].take(alignment.rows[SPLIT_TEST])
         train_block, test_block, self.encoder = fit_features(train, test, categorical=categorical)
@@ -94,6 +102,20 @@ class BoostRole:
         )
 
 
+def run_config(party_id: int, text: str) -> RunConfig:
+    """The run config the server sent (TOML), kept in the party's bundle.
+
+    Raises:
+        ProtocolError: if it is not a valid run config.
+    """
+    try:
+        return from_mapping(RunConfig, tomllib.loads(text))
+    except (tomllib.TOMLDecodeError, ConfigError) as error:
+        raise ProtocolError(
+            f"party {party_id}: the server sent a bad run config ({error})"
+        ) from None
+
+
 class BoostAnswering:
     """The party runtime's SecureBoost handlers: set-up, then the holder's answers.
 
@@ -101,6 +123,8 @@ class BoostAnswering:
         party_id: This party's id.
         tables: Its train and test tables.
         load_alignment: The saved alignment of an id (``PartyState.load_alignment``).
+        load_checkpoint: The state saved after a number of trees (``PartyState.load_checkpoint``),
+            for a resumed run.
         categorical: Columns to one-hot encode (empty: inferred).
     """
 
@@ -110,11 +134,13 @@ class BoostAnswering:
         tables: Mapping[int, HolderSplit],
         load_alignment: Callable[[str], Alignment],
         *,
+        load_checkpoint: Callable[[int], dict[str, Any]] | None = None,
         categorical: Sequence[str] = (),
     ) -> None:
         self.party_id = party_id
         self.tables = tables
         self.load_alignment = load_alignment
+        self.load_checkpoint = load_checkpoint
         self.categorical = tuple(categorical)
         self.role: BoostRole | None = None
 
@@ -134,18 +160,44 @@ class BoostAnswering:
         """Write this holder's bundle (its split rules and its encoding) into ``folder``."""
         if self.role is None:
             raise ProtocolError(f"party {self.party_id}: bundle export before the set-up")
-        preprocessing = {"kind": "table", "encoder": self.role.encoder.as_dict()}
-        bundle = holder_bundle(
-            self.role.holder, fingerprint=fingerprint, extra={"preprocessing": preprocessing}
+        holder = self.role.holder
+        write_holder(
+            folder,
+            self.role.config,
+            fingerprint,
+            party=self.party_id,
+            splits=holder.splits,
+            width=len(holder.bins),
+            preprocessing={"kind": "table", "encoder": self.role.encoder.as_dict()},
         )
-        bundle.save(folder)
+
+    def checkpoint(self) -> dict[str, Any]:
+        """What this holder keeps after a tree to continue from it: its own split rules."""
+        if self.role is None:
+            raise ProtocolError(f"party {self.party_id}: checkpoint before the SecureBoost set-up")
+        return {SPLITS_KEY: splits_to_plain(self.role.holder.splits)}
 
     def _setup(self, request: BoostSetupRequest) -> SetupReply:
         alignment = self.load_alignment(request.alignment)
-        self.role = BoostRole(
+        role = BoostRole(
             self.party_id, self.tables, alignment, request, categorical=self.categorical
         )
-        return self.role.reply
+        if request.restore_trees > 0:
+            self._restore(role.holder, request.restore_trees)
+        self.role = role
+        return role.reply
+
+    def _restore(self, holder: PassiveBooster, trees: int) -> None:
+        """Its split rules as saved after ``trees`` trees."""
+        if self.load_checkpoint is None:
+            raise ProtocolError(f"party {self.party_id} keeps no checkpoints to resume from")
+        saved = self.load_checkpoint(trees)
+        where = f"party {self.party_id}'s checkpoint after tree {trees}"
+        splits = splits_from_plain(saved.get(SPLITS_KEY), where, len(holder.bins))
+        holder.restore(splits, trees)
+        log.info(
+            "SecureBoost holder resumed after tree %d: %d split rules", trees, len(splits.rules)
+        )
 
     def _answer(self, message: Message) -> Message:
         if self.role is None:

@@ -1,12 +1,13 @@
 """``vfl server --predict`` for a SecureBoost model: the label holder walks its trees over gRPC.
 
-The server loads its bundle (``RUN_DIR/bundle/server/secureboost.json``: trees, leaf weights,
-owners and record numbers, never a passive threshold), listens as in training and admits only
-parties whose bundles come from the same run. It aligns its new IDs with every party's new table
-by the deployment's PSI, has each party keep its aligned rows (``ModelSetupRequest``), and walks
-all trees a depth at a time, asking each owner once per depth which of the rows go left at its
-records (``max_depth`` round trips for the whole batch). Only the server sees predictions; IDs
-not every party holds are listed in ``<out>-unscored.csv`` with the reason.
+The server loads its bundle (``RUN_DIR/bundle/server/``, ``vfl.run.tree_bundles``: trees, leaf
+weights, owners and record numbers, never a passive threshold), listens as in training and
+admits only parties whose bundles come from the same run. It aligns its new IDs with every
+party's new table by the deployment's PSI, has each party keep its aligned rows
+(``ModelSetupRequest``), and walks all trees a depth at a time, asking each owner once per depth
+which of the rows go left at its records (``max_depth`` round trips for the whole batch). Only
+the server sees predictions; IDs not every party holds are listed in ``<out>-unscored.csv`` with
+the reason.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from vfl.boost.holder_bundle import LABEL_HOLDER, HolderBundle, load_bundle
-from vfl.boost.link import PREDICT_PHASE, TransportLink
+from vfl.boost.link import TransportLink
+from vfl.boost.tree import SplitTable
 from vfl.config import RunConfig
 from vfl.deploy.alignment import align
 from vfl.deploy.boost_model_party import ROWS_TABLE
@@ -32,25 +33,36 @@ from vfl.deploy.server import listen
 from vfl.deploy.tls import server_tls
 from vfl.errors import DataError
 from vfl.results.metrics import Task, evaluate_logits
+from vfl.run import tree_bundles
 from vfl.run.bundles import BUNDLE, SERVER
 from vfl.run.predict import Predictions, probabilities
+from vfl.run.tree_bundles import LabelHolderBundle
+from vfl.run.tree_predict import tree_margins
 from vfl.transport.grpc_transport import GrpcTransport
 from vfl.wire import SPLIT_TEST, Shutdown
 
 log = logging.getLogger(__name__)
 
 
-def load_label_holder(model_dir: Path) -> HolderBundle:
+def load_label_holder(model_dir: Path) -> LabelHolderBundle:
     """The label holder's SecureBoost bundle of the trained run ``model_dir``.
 
     Raises:
-        DataError: naming a missing or corrupt bundle file.
+        DataError: naming a missing or corrupt bundle file, or a model whose label holder
+            splits on columns of its own (a deployment's server holds none).
     """
-    return load_bundle(Path(model_dir) / BUNDLE / SERVER, role=LABEL_HOLDER)
+    bundle = tree_bundles.load_label_holder(Path(model_dir) / BUNDLE / SERVER)
+    if bundle.party in bundle.holders:
+        raise DataError(
+            f"{model_dir} was trained with the label holder as party {bundle.party}, holding"
+            " columns of its own; a deployment's server holds none: predict it with"
+            f" `vfl predict {model_dir}`"
+        )
+    return bundle
 
 
 def set_up_holders(
-    transport: GrpcTransport, bundle: HolderBundle, alignment: str = ""
+    transport: GrpcTransport, bundle: LabelHolderBundle, alignment: str = ""
 ) -> dict[int, SetupReply]:
     """Every connected party takes its rows to score (the aligned ones, for a batch)."""
     request = ModelSetupRequest(
@@ -66,10 +78,9 @@ def set_up_holders(
     return replies
 
 
-def margin_logits(bundle: HolderBundle, link: TransportLink, rows: int) -> torch.Tensor:
+def margin_logits(bundle: LabelHolderBundle, link: TransportLink, rows: int) -> torch.Tensor:
     """``(rows, 1)`` float64 logits (the trees' margins) of the rows the parties keep."""
-    link.phase = PREDICT_PHASE
-    margins = bundle.predict_margins(link, ROWS_TABLE, np.zeros((rows, bundle.columns)))
+    margins = tree_margins(bundle, link, ROWS_TABLE, SplitTable(), np.zeros((rows, 0)))
     return torch.from_numpy(margins).unsqueeze(1)
 
 
@@ -116,7 +127,7 @@ def predict_boost_deployed(
 
 def _predict(
     transport: GrpcTransport,
-    bundle: HolderBundle,
+    bundle: LabelHolderBundle,
     ids: npt.NDArray[np.generic],
     deployment: DeploymentConfig,
 ) -> tuple[npt.NDArray[np.int64], torch.Tensor]:

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import torch
 
-from vfl.boost.holder_bundle import HolderBundle
 from vfl.boost.link import TransportLink
 from vfl.deploy.boost_predicting import margin_logits, set_up_holders
 from vfl.deploy.scoring import ScoringLoop
+from vfl.run.tree_bundles import LabelHolderBundle
 from vfl.transport.grpc_transport import GrpcTransport
 from vfl.wire import Shutdown
 
@@ -29,7 +29,7 @@ class BoostModel:
         max_frame_bytes: The largest frame the parties accept.
     """
 
-    bundle: HolderBundle
+    bundle: LabelHolderBundle
     max_frame_bytes: int
 
     @property
@@ -52,7 +52,7 @@ class BoostWalk:
         link: The way to the parties.
     """
 
-    def __init__(self, bundle: HolderBundle, link: TransportLink) -> None:
+    def __init__(self, bundle: LabelHolderBundle, link: TransportLink) -> None:
         self.bundle = bundle
         self.link = link
         self.rounds = 0

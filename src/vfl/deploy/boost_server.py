@@ -27,13 +27,18 @@ from vfl.boost.link import PREDICT_PHASE, SETUP_PHASE, TRAIN_PHASE, TransportLin
 from vfl.boost.paillier import DEFAULT_KEY_BITS, KeyPair
 from vfl.boost.params import BoostParams
 from vfl.boost.timing import TreeReport
+from vfl.boost.tree import SplitTable
+from vfl.config import RunConfig
+from vfl.config.io import to_toml
 from vfl.deploy.alignment import Alignment
 from vfl.deploy.boost_party import TEST_TABLE
+from vfl.deploy.config import party_view
 from vfl.deploy.control import ask
 from vfl.deploy.data import LabelTables
 from vfl.deploy.messages import BoostSetupRequest, SetupReply
 from vfl.errors import ConfigError, DataError
 from vfl.results.metrics import Task, evaluate_logits
+from vfl.run.tree_checkpoint import TreeState
 from vfl.transport.grpc_transport import GrpcTransport
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
 from vfl.wire.frames import DEFAULT_MAX_BYTES
@@ -64,9 +69,10 @@ class DeployedBoost:
     Attributes:
         active: The label holder's role (trees, leaf weights, its own split table).
         link: The way to the parties (still open).
-        reports: One per tree.
-        metrics: Per tree, the test metrics of the model up to that tree.
+        reports: One per tree grown (by this process: a resumed run's after its checkpoint).
+        metrics: Per tree grown, the test metrics of the model up to that tree.
         test_margins: The final model's margins of the aligned test rows.
+        final: The final model's test metrics.
     """
 
     active: ActiveBooster
@@ -74,6 +80,7 @@ class DeployedBoost:
     reports: list[TreeReport] = field(default_factory=list)
     metrics: list[dict[str, float]] = field(default_factory=list)
     test_margins: Floats = field(default_factory=lambda: np.zeros(0))
+    final: dict[str, float] = field(default_factory=dict)
 
     def tree_records(self) -> list[dict[str, Any]]:
         """``summary.json``'s ``trees``: each tree's cost and the metrics after it."""
@@ -89,14 +96,30 @@ def frame_limit(max_message_bytes: int) -> int:
 
 
 def setup_holders(
-    transport: GrpcTransport, alignment: Alignment, labels: LabelTables, max_bin: int
+    transport: GrpcTransport,
+    alignment: Alignment,
+    labels: LabelTables,
+    max_bin: int,
+    *,
+    config: RunConfig,
+    restore_trees: int = 0,
 ) -> dict[int, SetupReply]:
     """Every party becomes a passive holder of its aligned rows; their counts are checked.
+
+    Each party is sent the run's config as a party sees it (for its bundle's ``config.toml``);
+    ``restore_trees``: a resumed run's complete trees, whose split rules each party reloads.
 
     Raises:
         DataError: if a party aligned other row counts than the server.
     """
-    request = BoostSetupRequest(round=0, alignment=alignment.id, max_bin=max_bin)
+    config_text = to_toml(party_view(config))
+    request = BoostSetupRequest(
+        round=0,
+        alignment=alignment.id,
+        max_bin=max_bin,
+        config=config_text,
+        restore_trees=restore_trees,
+    )
     replies = ask(transport, dict.fromkeys(transport.party_ids, request), SetupReply)
     expected = (len(alignment.rows[SPLIT_TRAIN]), len(alignment.rows[SPLIT_TEST]))
     for party, reply in replies.items():
@@ -116,6 +139,8 @@ def train_deployed(
     *,
     max_frame_bytes: int = DEFAULT_MAX_BYTES,
     on_tree: Callable[[TreeReport, dict[str, float]], None] | None = None,
+    after_tree: Callable[[ActiveBooster], None] | None = None,
+    resume: TreeState | None = None,
 ) -> DeployedBoost:
     """Grow ``plan``'s trees with the parties of ``transport`` as passive holders.
 
@@ -127,6 +152,9 @@ def train_deployed(
         labels: The server's labels.
         max_frame_bytes: The largest frame the parties accept.
         on_tree: Called after each tree with its report and the test metrics.
+        after_tree: Called after ``on_tree`` with the label holder (to checkpoint it).
+        resume: A checkpoint to continue from (its trees and training margins; the parties
+            were set up with ``restore_trees``); the trees after it are grown.
 
     Raises:
         ConfigError: if the labels are not binary (the deployed objective is
@@ -155,7 +183,9 @@ def train_deployed(
     try:
         link.phase = SETUP_PHASE
         active.connect(link, list(transport.party_ids))
-        for _ in range(plan.params.num_trees):
+        if resume is not None:
+            active.restore(resume.trees, SplitTable(), resume.margins)
+        for _ in range(len(active.trees), plan.params.num_trees):
             link.phase = TRAIN_PHASE
             report = grow_counted(active, link)
             started = time.perf_counter()
@@ -166,6 +196,11 @@ def train_deployed(
             outcome.metrics.append(scores)
             if on_tree is not None:
                 on_tree(report, scores)
+            if after_tree is not None:
+                after_tree(active)
+        if not outcome.metrics:  # resumed with every tree grown: the final metrics
+            outcome.test_margins = predict_test(active, link, len(aligned[SPLIT_TEST]))
+        outcome.final = test_metrics(outcome.test_margins, aligned[SPLIT_TEST])
     finally:
         active.pool.close()
     return outcome

@@ -165,11 +165,16 @@ class BoostSetupRequest(Message):
     Attributes:
         alignment: The id of the saved alignment to order rows by.
         max_bin: Most bins per column (the run's ``boost.max_bin``).
+        config: The run config as a party sees it (TOML), kept in the party's bundle.
+        restore_trees: A resumed run's complete trees: take your split rules from your
+            checkpoint after that many trees (0: a new run).
     """
 
     REPLIES: ClassVar[tuple[type[Message], ...]] = (SetupReply,)
     alignment: str
     max_bin: int
+    config: str
+    restore_trees: int
 
 
 @register(kind=69)

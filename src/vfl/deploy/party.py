@@ -106,7 +106,11 @@ class PartyRuntime:
         ids = {split: table.ids for split, table in self.tables.items()}
         psi = PsiResponder(party_id, ids, state.save_alignment, rng=rng)
         self.boost = BoostAnswering(
-            party_id, self.tables, state.load_alignment, categorical=categorical
+            party_id,
+            self.tables,
+            state.load_alignment,
+            load_checkpoint=state.load_checkpoint,
+            categorical=categorical,
         )
         self._handlers: dict[type[Message], Callable[[Any], Message]] = {
             **psi.handlers(),
@@ -175,6 +179,12 @@ class PartyRuntime:
         )
 
     def _checkpoint(self, request: CheckpointRequest) -> ControlAck:
+        if self.boost.role is not None:  # SecureBoost: after each tree, its split rules
+            boost = self.boost.checkpoint()
+            if self.settings:
+                boost[SETTINGS] = self.settings
+            self.state.save_checkpoint(request.round, boost)
+            return ControlAck(round=request.round)
         if self.party is None:
             raise ProtocolError(f"party {self.party_id}: checkpoint requested before setup")
         state = {"role": self.party.state_dict(), "torch_rng": torch.get_rng_state()}

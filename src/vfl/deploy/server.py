@@ -33,13 +33,14 @@ from vfl.deploy.phases import SetupPhases
 from vfl.deploy.recovery import fit_with_recovery
 from vfl.deploy.run_folder import ALIGNMENT, DEPLOYMENT, WIRE, check_run_directory
 from vfl.deploy.tls import server_tls
-from vfl.errors import ConfigError, DataError
+from vfl.errors import DataError
 from vfl.results.files import (
     CONFIG,
     SUMMARY,
     RunDirectory,
 )
 from vfl.results.metrics import Task
+from vfl.run.boosting import resumable_trees
 from vfl.run.bundles import BUNDLE
 from vfl.run.compose import Blueprint, build_server
 from vfl.run.deployment import (
@@ -52,6 +53,7 @@ from vfl.run.runner import finish_summary
 from vfl.run.session import Session
 from vfl.run.signals import StopRequest
 from vfl.run.stages import use_threads
+from vfl.run.tree_checkpoint import TreeState
 from vfl.seeding import derive_seed
 from vfl.transport.grpc_transport import GrpcTransport
 from vfl.transport.ledger import Ledger
@@ -97,13 +99,11 @@ def run_server(
             change on resume (as ``vfl run --resume``).
         ProtocolError: if parties fail and do not recover, naming them.
     """
-    if is_boost(config) and resume:  # refused before a file is read or written
-        raise ConfigError(
-            "a deployed SecureBoost run cannot be resumed yet (it keeps no checkpoints per"
-            " tree): start it again in a new run directory"
-        )
     tls = server_tls(deployment.tls)
-    run = check_run_directory(run_dir, resume, resume_command, config=config, source=source)
+    boost = is_boost(config)
+    checked = None if boost else config  # a tree run's checkpoint is checked below
+    run = check_run_directory(run_dir, resume, resume_command, config=checked, source=source)
+    trees = resumable_trees(config, run.path) if boost and resume else None
     run.clear_failure()
     phases = phases or SetupPhases()
     try:
@@ -116,6 +116,7 @@ def run_server(
             port_file=port_file,
             phases=phases,
             stop=stop,
+            trees=trees,
         )
     except BaseException as error:
         run.record_failure(error, stopped_message(error, phases.doing))
@@ -140,8 +141,12 @@ def _serve(
     port_file: Path | None,
     phases: SetupPhases,
     stop: StopRequest | None,
+    trees: TreeState | None = None,
 ) -> dict[str, Any]:
-    """Load the labels, listen, align, train and summarize (``run_server``'s work)."""
+    """Load the labels, listen, align, train and summarize (``run_server``'s work).
+
+    ``trees``: a resumed SecureBoost run's checkpoint.
+    """
     use_threads(config.train.threads)
     labels = load_labels(config.data)
     earlier = run.read_json(WIRE) if resume and run.file(WIRE).exists() else {}
@@ -156,7 +161,9 @@ def _serve(
             alignment = _alignment(run, transport, labels, resume, phases)
             run.write_text(CONFIG, to_toml(config))
             run.write_text(DEPLOYMENT, to_toml(deployment))
-            summary = run_boost(config, deployment, labels, alignment, transport, run, phases)
+            summary = run_boost(
+                config, deployment, labels, alignment, transport, run, phases, resume=trees
+            )
             finished = True
             return summary
         session = _prepare(config, deployment, labels, transport, run, resume, phases)

@@ -84,7 +84,7 @@ def train_trees(
     """
     from vfl.run.runner import failures_recorded  # the runner dispatches here by registration
 
-    state = _resumable(config, run_dir) if resume else None
+    state = resumable_trees(config, run_dir) if resume else None
     if not resume:
         check_new(run_dir)
     dataset, partition, data = _load(config)
@@ -104,7 +104,13 @@ def train_trees(
         return summary
 
 
-def _resumable(config: RunConfig, run_dir: Path) -> tree_checkpoint.TreeState:
+def resumable_trees(config: RunConfig, run_dir: Path) -> tree_checkpoint.TreeState:
+    """The checkpoint of the tree run in ``run_dir``, if ``config`` may continue it.
+
+    Raises:
+        ConfigError: naming what refuses the resume (no run, a changed key, fewer trees).
+        RunFileError: if the checkpoint is damaged.
+    """
     if not run_dir.is_dir():
         raise ConfigError(f"--resume {str(run_dir)!r}: no such folder, so no run to resume")
     state = tree_checkpoint.load(RunDirectory(run_dir))

@@ -14,16 +14,15 @@ from vfl.data.partition import Partition, make_partition
 from vfl.data.vertical import VerticalData, vertical_data
 from vfl.errors import ConfigError
 
-SUBSAMPLE_SEED = 0
-"""Subsamples (data.max_*_samples) do not depend on train.seed, so seeds vary only training."""
-
 
 def load_data(config: RunConfig) -> Dataset:
     """The data set a config names, subsampled and relabelled as configured."""
     data = config.data
     defaults = dataclasses.asdict(DataConfig())
     dataset = load_configured(data.name, dataclasses.asdict(data), defaults=defaults)
-    dataset = subsample(dataset, data.max_train_samples, data.max_test_samples)
+    dataset = subsample(
+        dataset, data.max_train_samples, data.max_test_samples, seed=data.subsample_seed
+    )
     return binarize(dataset, data.positive_classes) if data.positive_classes else dataset
 
 
@@ -50,9 +49,12 @@ def binarize(dataset: Dataset, positive: Sequence[int]) -> Dataset:
     )
 
 
-def subsample(dataset: Dataset, max_train: int, max_test: int) -> Dataset:
-    """A seeded subsample of at most ``max_train`` / ``max_test`` rows (0 keeps all)."""
-    rng = np.random.default_rng(SUBSAMPLE_SEED)
+def subsample(dataset: Dataset, max_train: int, max_test: int, *, seed: int = 0) -> Dataset:
+    """A subsample of at most ``max_train`` / ``max_test`` rows (0 keeps all), drawn with ``seed``.
+
+    The seed is ``data.subsample_seed``, not ``train.seed``: seeds vary training only.
+    """
+    rng = np.random.default_rng(seed)
 
     def take(split: Split, limit: int) -> Split:
         if limit == 0 or limit >= len(split):

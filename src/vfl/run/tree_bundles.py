@@ -12,16 +12,24 @@ missing values go) and its own fitted preprocessing; the label holder's own colu
 ``party-<k>`` (or none with ``protocol.active_party = 0``). Every file carries the run's
 fingerprint (``vfl.run.bundles.fingerprint``), and each manifest the SHA-256 of its model file,
 so a damaged file or one from another run is refused in one line naming it.
+
+A deployment writes the same bundles, each role where it runs: the server (the label holder,
+no columns) ``RUN_DIR/bundle/server/``, party *k* ``STATE_DIR/bundle/party-<k>/``
+(``write_label_holder``, ``write_holder``); gathered in one folder they predict with
+``vfl predict`` as a simulated run's do.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vfl.boost.active import ActiveBooster
+from vfl.boost.params import OBJECTIVES
 from vfl.boost.state import splits_from_plain, splits_to_plain, tree_from_plain, tree_to_plain
 from vfl.boost.tree import SplitTable, Tree
 from vfl.config import RunConfig
@@ -29,7 +37,7 @@ from vfl.data.dataset import Dataset
 from vfl.data.encoding import TableEncoder
 from vfl.data.partition import Partition
 from vfl.errors import DataError
-from vfl.results.files import RunDirectory
+from vfl.results.files import RunDirectory, set_aside
 from vfl.run.bundle_files import CONFIG, FINGERPRINT, MANIFEST, PREPROCESSING, read_role
 from vfl.run.bundles import (
     BUNDLE,
@@ -82,13 +90,17 @@ class HolderBundle:
         return TableEncoder.from_dict(self.preprocessing["encoder"])
 
 
-def is_tree_bundle(run_dir: Path) -> bool:
-    """Whether ``run_dir``'s label-holder bundle is a tree model's."""
-    path = Path(run_dir) / BUNDLE / SERVER / MANIFEST
+def is_tree_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds one role's bundle of a tree model."""
     try:
-        return bool(json.loads(path.read_text()).get("format") == FORMAT)
+        return bool(json.loads((Path(folder) / MANIFEST).read_text()).get("format") == FORMAT)
     except (OSError, ValueError, AttributeError):
         return False
+
+
+def is_tree_bundle(run_dir: Path) -> bool:
+    """Whether ``run_dir``'s label-holder bundle is a tree model's."""
+    return is_tree_folder(Path(run_dir) / BUNDLE / SERVER)
 
 
 def export_trees(
@@ -101,34 +113,65 @@ def export_trees(
     owners = {p: h.splits for p, h in holders.passives.items()}
     if active.party in range(1, len(partition.views) + 1):
         owners[active.party] = active.splits
+    write_label_holder(folder / SERVER, config, run_print, active, sorted(owners), dataset.classes)
+    for party, splits in sorted(owners.items()):
+        view = partition.views[party - 1]
+        write_holder(
+            folder / party_folder(party),
+            config,
+            run_print,
+            party=party,
+            splits=splits,
+            width=len(view.column_names),
+            preprocessing=preprocessing_of(view, dataset.encoder),
+        )
+    return folder
+
+
+def write_label_holder(
+    target: Path,
+    config: RunConfig,
+    run_print: str,
+    active: ActiveBooster,
+    holders: Sequence[int],
+    classes: Sequence[str],
+) -> Path:
+    """Write the label holder's bundle (trees, leaf weights, no threshold) into ``target``.
+
+    ``holders``: the parties whose split rules the trees name (the label holder's own party
+    among them when it holds columns). A bundle already in ``target`` is set aside first.
+    """
     model = {
-        "objective": config.boost.objective,
+        "objective": active.objective.name,
         "base_score": active.base_score,
         "base_margin": active.base_margin,
         "trees": [tree_to_plain(tree) for tree in active.trees],
     }
-    manifest = {
-        "party": active.party,
-        "holders": sorted(owners),
-        "classes": list(dataset.classes),
-    }
-    _write(folder / SERVER, LABEL_HOLDER, run_print, config, TREES, model, manifest)
-    for party, splits in sorted(owners.items()):
-        view = partition.views[party - 1]
-        target = folder / party_folder(party)
-        width = len(view.column_names)
-        _write(
-            target,
-            HOLDER,
-            run_print,
-            shared_config(config),
-            SPLITS,
-            {"splits": splits_to_plain(splits)},
-            {"party": party, "columns": width},
-        )
-        stamped = {FINGERPRINT: run_print, **preprocessing_of(view, dataset.encoder)}
-        (target / PREPROCESSING).write_text(json.dumps(stamped, indent=2) + "\n")
-    return folder
+    manifest = {"party": active.party, "holders": sorted(holders), "classes": list(classes)}
+    _write(target, LABEL_HOLDER, run_print, config, TREES, model, manifest)
+    return target
+
+
+def write_holder(
+    target: Path,
+    config: RunConfig,
+    run_print: str,
+    *,
+    party: int,
+    splits: SplitTable,
+    width: int,
+    preprocessing: dict[str, Any],
+) -> Path:
+    """Write one holder's bundle (its split rules, its encoding) into ``target``.
+
+    A bundle already in ``target`` is set aside first.
+    """
+    model = {"splits": splits_to_plain(splits)}
+    extra = {"party": party, "columns": width}
+    _write(target, HOLDER, run_print, shared_config(config), SPLITS, model, extra)
+    stamped = {FINGERPRINT: run_print, **preprocessing}
+    (target / PREPROCESSING).write_text(json.dumps(stamped, indent=2) + "\n")
+    return target
 
 
 def _write(
@@ -142,6 +185,8 @@ def _write(
 ) -> None:
     from vfl.config.io import to_toml
 
+    if target.is_dir() and any(target.iterdir()):
+        set_aside(target, "replaced")
     target.mkdir(parents=True, exist_ok=True)
     text = json.dumps({FINGERPRINT: run_print, **model}, indent=1) + "\n"
     (target / name).write_text(text)
@@ -186,7 +231,7 @@ def load_label_holder(folder: Path) -> LabelHolderBundle:
         trees = [
             tree_from_plain(t, f"{folder / TREES} tree {i}") for i, t in enumerate(model["trees"])
         ]
-        return LabelHolderBundle(
+        bundle = LabelHolderBundle(
             str(manifest[FINGERPRINT]),
             config,
             int(manifest["party"]),
@@ -198,6 +243,22 @@ def load_label_holder(folder: Path) -> LabelHolderBundle:
         )
     except (KeyError, TypeError, ValueError) as error:
         raise DataError(f"{folder / TREES} is not a tree model ({error!r})") from None
+    _check_model(folder / TREES, bundle)
+    return bundle
+
+
+def _check_model(path: Path, bundle: LabelHolderBundle) -> None:
+    """The objective is known and every split's owner is one of the model's holders."""
+    if bundle.objective not in OBJECTIVES:
+        raise DataError(f"{path}: objective {bundle.objective!r} is not one of {list(OBJECTIVES)}")
+    known = {bundle.party, *bundle.holders}
+    for t, tree in enumerate(bundle.trees):
+        for position, node in enumerate(tree.nodes):
+            if not node.is_leaf and node.owner not in known:
+                raise DataError(
+                    f"{path}: tree {t} node {position} is split by party {node.owner}, which is"
+                    f" not one of the model's holders {sorted(known)}"
+                )
 
 
 def load_holder(folder: Path) -> HolderBundle:

@@ -17,7 +17,7 @@ import numpy.typing as npt
 import pandas as pd
 import torch
 
-from vfl.boost.link import PREDICT_PHASE, local_link
+from vfl.boost.link import PREDICT_PHASE, TransportLink, local_link
 from vfl.boost.objectives import Objective
 from vfl.boost.owner import SplitOwner
 from vfl.boost.predict import margins, route
@@ -98,12 +98,10 @@ class TreeModel(TableRows):
         own_splits = owners.pop(holder.party).splits if holder.party in owners else SplitTable()
         own = matrices.get(holder.party, np.zeros((count, 0)))
         link = local_link(owners)
-        link.phase = PREDICT_PHASE
         try:
-            positions = route(holder.trees, holder.party, own_splits, own, link, TABLE)
+            return tree_margins(holder, link, TABLE, own_splits, own)
         finally:
             link.transport.close()
-        return margins(holder.trees, positions, holder.base_margin)
 
     def predict(
         self,
@@ -137,6 +135,25 @@ class TreeModel(TableRows):
     ) -> npt.NDArray[np.float64]:
         """``(n, 2)`` class probabilities of new rows, columns in ``classes`` order."""
         return self.predict(data, id_column=id_column).probabilities
+
+
+def tree_margins(
+    label_holder: LabelHolderBundle,
+    link: TransportLink,
+    table: str,
+    own_splits: SplitTable,
+    own_features: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """The label holder's margins of the rows every owner keeps as ``table``.
+
+    It walks all trees a depth at a time, asking each owner through ``link`` once per depth
+    which rows go left at its records (in one process or over gRPC alike); ``own_splits`` and
+    ``own_features`` are its own columns' rules and rows (none: an empty table and ``(n, 0)``).
+    """
+    link.phase = PREDICT_PHASE
+    trees = label_holder.trees
+    positions = route(trees, label_holder.party, own_splits, own_features, link, table)
+    return margins(trees, positions, label_holder.base_margin)
 
 
 def _row_count(blocks: Sequence[object], parties: int) -> int:
