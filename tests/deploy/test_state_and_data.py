@@ -36,10 +36,10 @@ def test_checkpoints_are_named_by_round_and_only_the_newest_are_kept(tmp_path: P
 
 
 def test_a_state_directory_with_a_run_needs_resume(tmp_path: Path) -> None:
-    # Prepare
-    PartyState(tmp_path, resume=False).save_alignment(
-        Alignment("abc123", {SPLIT_TRAIN: np.arange(3), SPLIT_TEST: np.arange(2)})
-    )
+    # Prepare: an alignment and a checkpoint, as a run leaves them
+    state = PartyState(tmp_path, resume=False)
+    state.save_alignment(Alignment("abc123", {SPLIT_TRAIN: np.arange(3), SPLIT_TEST: np.arange(2)}))
+    state.save_checkpoint(5, {"last_round": 5})
 
     # Execute / Assert
     with pytest.raises(ConfigError, match="holds a previous run"):
@@ -48,6 +48,19 @@ def test_a_state_directory_with_a_run_needs_resume(tmp_path: Path) -> None:
     assert resumed.load_alignment("abc123").rows[SPLIT_TEST].tolist() == [0, 1]
     with pytest.raises(ConfigError, match="no alignment 'other'"):
         resumed.load_alignment("other")
+
+
+def test_an_alignment_without_a_checkpoint_is_no_run_to_keep(tmp_path: Path) -> None:
+    # Prepare: a run stopped after PSI, before its first checkpoint
+    PartyState(tmp_path, resume=False).save_alignment(
+        Alignment("abc123", {SPLIT_TRAIN: np.arange(3), SPLIT_TEST: np.arange(2)})
+    )
+
+    # Execute: a new run in the same state directory
+    fresh = PartyState(tmp_path, resume=False)
+
+    # Assert: accepted (the server's run folder is checked the same way); the alignment is kept
+    assert fresh.load_alignment("abc123").rows[SPLIT_TRAIN].tolist() == [0, 1, 2]
 
 
 def write_tables(tmp_path: Path) -> PartyDataConfig:

@@ -51,7 +51,7 @@ def check_no_previous_run(parties: dict[int, PartyConfig], again: str, run_dir: 
     held = {
         party_id: party.state_dir
         for party_id, party in parties.items()
-        if any(Path(party.state_dir).glob("*.pt"))
+        if any(Path(party.state_dir).glob("checkpoint-*.pt"))  # as the party itself checks
     }
     if not held:
         return

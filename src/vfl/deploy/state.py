@@ -56,13 +56,16 @@ class PartyState:
 
     Args:
         directory: The directory (created if missing).
-        resume: Continue a previous run; without it, a directory that holds one is refused.
+        resume: Continue a previous run; without it, a directory that holds one (a checkpoint)
+            is refused.
     """
 
     def __init__(self, directory: Path, *, resume: bool) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        previous = [p.name for p in self.directory.glob("*.pt")]
+        # Its alignment alone is no run to keep: the run stopped before its first checkpoint (in
+        # PSI, or before the first tree or round was saved), and a new run aligns again.
+        previous = [p.name for p in self.directory.glob("checkpoint-*.pt")]
         if previous and not resume:
             raise ConfigError(
                 f"state directory {str(self.directory)!r} holds a previous run ({len(previous)}"
