@@ -172,7 +172,7 @@ def test_launch_grows_the_in_process_trees_and_four_prediction_paths_agree(
 
     # Assert: phases, a line per tree, the final line
     assert trained.returncode == 0, trained.stderr
-    for line in ("PSI done in", "parties set up as SecureBoost holders", "tree 1/2: test auc"):
+    for line in ("PSI done in", "parties set up as SecureBoost holders", "tree 1/2 | test_loss"):
         assert line in trained.stderr
     assert trained.stdout.startswith("final: test_loss")
     # Assert: the deployed trees are the in-process trees, split for split, weight for weight
@@ -227,7 +227,7 @@ def test_launch_resumed_after_a_tree_grows_the_uninterrupted_trees(tmp_path: Pat
 
     # Assert: one tree grown, the trees of an uninterrupted in-process run, earlier files kept
     assert resumed.returncode == 0, resumed.stderr
-    assert "tree 2/2: test auc" in resumed.stderr and "tree 1/2" not in resumed.stderr
+    assert "tree 2/2 | test_loss" in resumed.stderr and "tree 1/2" not in resumed.stderr
     run, _, _ = in_process(tmp_path, run_dir)
     assert_the_bundles_hold_the_trees_of(run, tmp_path, run_dir)
     kept = [p for p in run_dir.iterdir() if p.name.startswith("summary.json.resumed-")]

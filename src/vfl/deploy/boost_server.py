@@ -38,6 +38,7 @@ from vfl.deploy.data import LabelTables
 from vfl.deploy.messages import BoostSetupRequest, SetupReply
 from vfl.errors import ConfigError, DataError
 from vfl.results.metrics import Task, evaluate_logits
+from vfl.run.boosting import describe_tree
 from vfl.run.tree_checkpoint import TreeState
 from vfl.transport.grpc_transport import GrpcTransport
 from vfl.wire import SPLIT_TEST, SPLIT_TRAIN
@@ -219,11 +220,12 @@ def test_metrics(margins: Floats, labels: torch.Tensor) -> dict[str, float]:
 
 
 def tree_line(report: TreeReport, scores: dict[str, float], trees: int) -> str:
-    """``tree 2/5: test auc 0.8812, loss 0.3810, accuracy 0.8420; 1.0 MB down, ...``."""
-    seconds = sum(report.seconds.values())
-    return (
-        f"tree {report.tree + 1}/{trees}: test auc {scores['auc']:.4f}, loss"
-        f" {scores['loss']:.4f}, accuracy {scores['accuracy']:.4f}; {report.leaves} leaves;"
-        f" {report.bytes_down / 1e6:.2f} MB down, {report.bytes_up / 1e3:.1f} kB up;"
-        f" {seconds:.1f} s (encrypt {report.seconds.get('encrypt', 0.0):.1f} s)"
-    )
+    """The tree's line, as ``vfl run`` prints it: ``tree 2/5 | test_loss 0.38 | ... | 12.0 s``."""
+    record = {
+        "tree": report.tree + 1,
+        **{f"test_{key}": value for key, value in scores.items()},
+        "tree_bytes_up": report.bytes_up,
+        "tree_bytes_down": report.bytes_down,
+        "seconds": report.seconds,
+    }
+    return describe_tree(record, trees)

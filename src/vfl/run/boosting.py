@@ -197,6 +197,10 @@ def _test_margins(holders: Holders, data: TreeData, first: int) -> npt.NDArray[n
     return margins
 
 
+PREDICTIONS = "predictions.csv"
+"""Where ``vfl predict RUN_DIR`` writes by default."""
+
+
 def _start_files(
     run: RunDirectory,
     config: RunConfig,
@@ -213,6 +217,8 @@ def _start_files(
             keep_copy(run.file(SUMMARY), "resumed")
         if run.file(BUNDLE).exists():
             set_aside(run.file(BUNDLE), "resumed")
+        if run.file(PREDICTIONS).exists():  # `vfl predict`'s, of the model that is replaced
+            set_aside(run.file(PREDICTIONS), "resumed")
 
 
 def _grow(
@@ -300,8 +306,13 @@ def _logits(margins: npt.NDArray[np.float64]) -> torch.Tensor:
 
 
 def describe_tree(record: dict[str, Any], total: int) -> str:
-    """``tree 3/10 | train_loss 0.41 | test_auc 0.90 | ... | traffic 2.1 MiB | 12.0 s (...)``."""
-    parts = [f"tree {record['tree']}/{total}", f"train_loss {record['train_loss']:.4f}"]
+    """``tree 3/10 | train_loss 0.41 | test_auc 0.90 | ... | traffic 2.1 MiB | 12.0 s (...)``.
+
+    The line of ``vfl run`` and of a deployment's server (whose records have no train loss).
+    """
+    parts = [f"tree {record['tree']}/{total}"]
+    if record.get("train_loss") is not None:
+        parts.append(f"train_loss {record['train_loss']:.4f}")
     parts += [f"{k} {v:.4f}" for k, v in record.items() if k.startswith("test_")]
     megabytes = (record["tree_bytes_up"] + record["tree_bytes_down"]) / 2**20
     parts.append(f"traffic {megabytes:.1f} MiB")
