@@ -24,7 +24,7 @@ from tests.deploy.scenario import (
     run_launch,
     wait_for,
 )
-from vfl.deploy.stopping import kill_group
+from vfl.deploy.process import kill_group
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 

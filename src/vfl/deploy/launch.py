@@ -30,9 +30,9 @@ from pathlib import Path
 from vfl.deploy.config import PartyConfig, load_run_config
 from vfl.deploy.forked import can_fork, preload
 from vfl.deploy.preflight import check_no_previous_run, checked_parties
+from vfl.deploy.process import Process
 from vfl.deploy.processes import (
     Child,
-    Process,
     await_port,
     environment,
     relay,

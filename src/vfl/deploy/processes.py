@@ -17,11 +17,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO
 
 from vfl.deploy.forked import ENTRY, fork_vfl
 from vfl.deploy.port_file import read_port
-from vfl.deploy.stopping import LaunchStop, kill_group
+from vfl.deploy.process import Process, kill_group
+from vfl.deploy.stopping import LaunchStop
 from vfl.errors import ProtocolError
 from vfl.run.progress import Fanout, Progress, Terminal, replay
 
@@ -31,33 +32,6 @@ POLL_S = 0.2
 LOG_TAIL_LINES = 20
 STOP_WAIT_S = 10.0
 """How long a process told to stop (SIGTERM) may take before it is killed."""
-
-
-class Process(Protocol):
-    """What the launch uses of a process: ``subprocess.Popen`` or a ``ForkedProcess``."""
-
-    @property
-    def pid(self) -> int:
-        """Its process ID."""
-
-    @property
-    def stdout(self) -> IO[bytes] | None:
-        """The read end of its standard output, if piped."""
-
-    def poll(self) -> int | None:
-        """Its exit status if it ended, without waiting."""
-
-    def wait(self, timeout: float | None = None) -> int:
-        """Its exit status once it ends (``subprocess.TimeoutExpired`` after ``timeout``)."""
-
-    def send_signal(self, number: int) -> None:
-        """Send it a signal."""
-
-    def terminate(self) -> None:
-        """SIGTERM."""
-
-    def kill(self) -> None:
-        """SIGKILL."""
 
 
 @dataclass

@@ -9,7 +9,6 @@ continues it: ``launch_stopped``, ``server_next_step``, ``party_stopped``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shlex
 import signal
@@ -18,13 +17,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 
 from vfl.deploy.party_config import PartyConfig
+from vfl.deploy.process import Process, kill_group
 from vfl.results.files import CHECKPOINT, ERROR
-
-if TYPE_CHECKING:
-    from vfl.deploy.processes import Process
 
 
 def again_command(run_toml: Path, run_dir: Path | None, overrides: Sequence[str]) -> str:
@@ -73,18 +69,6 @@ def forwarding_signals(processes: Sequence[Process]) -> Iterator[LaunchStop]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-
-
-def kill_group(process: Process) -> None:
-    """SIGKILL to ``process`` and every process it started (its session's process group).
-
-    A launch's processes lead sessions of their own, so their workers (SecureBoost's encryption
-    pool, say) die with them instead of living on, holding the log and the output pipe.
-    """
-    if process.poll() is not None:  # ended and reaped: its ID may be another's by now
-        return
-    with contextlib.suppress(ProcessLookupError):  # ended since
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 def launch_stopped(run_dir: Path, reason: str, again: str) -> str:

@@ -100,7 +100,7 @@ def train_trees(
             holders.active.pool.close()
         summary = _summary(config, run)
         if config.output.bundle:
-            export_trees(run, config, holders, partition, dataset)
+            export_trees(run, config, holders.active, holders.passives, partition, dataset)
         return summary
 
 

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vfl.boost.active import ActiveBooster
 from vfl.boost.params import OBJECTIVES
+from vfl.boost.passive import PassiveBooster
 from vfl.boost.state import splits_from_plain, splits_to_plain, tree_from_plain, tree_to_plain
 from vfl.boost.tree import SplitTable, Tree
 from vfl.config import RunConfig
@@ -48,9 +49,6 @@ from vfl.run.bundles import (
     preprocessing_of,
     shared_config,
 )
-
-if TYPE_CHECKING:
-    from vfl.run.boosting import Holders
 
 FORMAT = "vfl-trees/1"
 TREES = "trees.json"
@@ -104,13 +102,17 @@ def is_tree_bundle(run_dir: Path) -> bool:
 
 
 def export_trees(
-    run: RunDirectory, config: RunConfig, holders: Holders, partition: Partition, dataset: Dataset
+    run: RunDirectory,
+    config: RunConfig,
+    active: ActiveBooster,
+    passives: Mapping[int, PassiveBooster],
+    partition: Partition,
+    dataset: Dataset,
 ) -> Path:
     """Write every holder's bundle into ``RUN_DIR/bundle``; returns that folder."""
     folder = run.file(BUNDLE)
     run_print = fingerprint(config, partition_identity(partition))
-    active = holders.active
-    owners = {p: h.splits for p, h in holders.passives.items()}
+    owners = {p: h.splits for p, h in passives.items()}
     if active.party in range(1, len(partition.views) + 1):
         owners[active.party] = active.splits
     write_label_holder(folder / SERVER, config, run_print, active, sorted(owners), dataset.classes)

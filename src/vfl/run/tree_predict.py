@@ -26,7 +26,7 @@ from vfl.config import RunConfig
 from vfl.errors import ConfigError, DataError
 from vfl.results.metrics import Task, evaluate_logits
 from vfl.run import bundles
-from vfl.run.predict import Predictions, TableRows
+from vfl.run.table_rows import Predictions, TableRows
 from vfl.run.tree_bundles import (
     HolderBundle,
     LabelHolderBundle,
