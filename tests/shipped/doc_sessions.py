@@ -637,7 +637,7 @@ SLOW = (
                 "vfl launch examples/deploy/secureboost/RUN.toml",
                 add="--set boost.num_trees=2",
                 shown=("parties set up as SecureBoost holders", "final: test_loss"),
-                expect=("PSI: aligning 300 train and 16281 test IDs with 3 parties", "tree 2/2: "),
+                expect=("PSI: aligning 300 train and 16281 test IDs with 3 parties", "tree 2/2 | "),
                 files=(
                     "examples/deploy/secureboost/runs/secureboost-example/bundle/server/trees.json",
                     "examples/deploy/secureboost/state/party2/bundle/party-2/splits.json",
@@ -647,7 +647,7 @@ SLOW = (
                 SECUREBOOST,
                 "vfl launch examples/deploy/secureboost/RUN.toml --resume --set boost.num_trees=5",
                 add="--set boost.num_trees=3",
-                expect=("tree 3/3: ",),
+                expect=("tree 3/3 | ",),
                 files=(
                     "examples/deploy/secureboost/runs/secureboost-example/trees-checkpoint.json",
                 ),
