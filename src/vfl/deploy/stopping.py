@@ -60,7 +60,10 @@ def forwarding_signals(processes: Sequence[Process]) -> Iterator[LaunchStop]:
         stop.reason = name
         if processes and processes[0].poll() is None:
             processes[0].send_signal(number)
-        note = f"\nvfl: {name}: the server stops after this round (again to stop at once)\n"
+        note = (
+            f"\nvfl: {name}: the server stops (a neural run after this round, anything else at"
+            " once, keeping what it saved); again to stop every process at once\n"
+        )
         os.write(2, note.encode())
 
     previous = {number: signal.signal(number, handle) for number in (signal.SIGINT, signal.SIGTERM)}
