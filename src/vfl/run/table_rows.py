@@ -8,6 +8,7 @@ per row. Shared by the neural model (``vfl.run.predict.Model``) and the tree run
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,7 +81,7 @@ class Rows:
     """Per raw column that holds any, the rows whose category training never saw."""
 
 
-class TableRows:
+class TableRows(ABC):
     """What a loaded model does with a table of raw rows: each party's block, IDs and labels.
 
     Shared by ``Model`` and the tree runs' ``vfl.run.tree_predict.TreeModel``: a subclass has
@@ -90,14 +91,14 @@ class TableRows:
     parties: Mapping[int, Any]
 
     @property
+    @abstractmethod
     def config(self) -> RunConfig:
         """The run config."""
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def classes(self) -> tuple[str, ...]:
         """The class names, in class-index order."""
-        raise NotImplementedError
 
     def features(self, frame: pd.DataFrame, *, where: str = "the table") -> list[torch.Tensor]:
         """Every party's feature block of ``frame``'s rows, each made by the party's own encoding.
