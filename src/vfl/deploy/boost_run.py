@@ -13,10 +13,8 @@ import time
 from typing import Any
 
 from vfl.boost.active import ActiveBooster
-from vfl.boost.params import BoostParams
 from vfl.boost.timing import TreeReport
 from vfl.config import RunConfig
-from vfl.config.boost import MEAN_LABEL
 from vfl.config.io import to_toml
 from vfl.deploy.alignment import Alignment
 from vfl.deploy.boost_server import (
@@ -35,6 +33,7 @@ from vfl.deploy.messages import CheckpointRequest, ControlAck, ExportRequest
 from vfl.deploy.phases import SetupPhases
 from vfl.results.files import SUMMARY, RunDirectory, keep_copy
 from vfl.run import tree_checkpoint
+from vfl.run.boosting import params_of
 from vfl.run.bundles import BUNDLE, SERVER
 from vfl.run.tree_bundles import write_label_holder
 from vfl.run.tree_checkpoint import TreeState
@@ -52,18 +51,7 @@ def is_boost(config: RunConfig) -> bool:
 def boost_plan(config: RunConfig) -> BoostPlan:
     """The run's ``[boost]`` table as what the label holder (the server, no columns) grows."""
     boost = config.boost
-    params = BoostParams(
-        num_trees=boost.num_trees,
-        max_depth=boost.max_depth,
-        learning_rate=boost.learning_rate,
-        reg_lambda=boost.reg_lambda,
-        gamma=boost.gamma,
-        min_child_weight=boost.min_child_weight,
-        max_bin=boost.max_bin,
-        objective=boost.objective,
-        base_score=None if boost.base_score == MEAN_LABEL else boost.base_score,
-    )
-    return BoostPlan(params, key_bits=boost.key_bits, workers=boost.workers or None)
+    return BoostPlan(params_of(config), key_bits=boost.key_bits, workers=boost.workers or None)
 
 
 def run_boost(

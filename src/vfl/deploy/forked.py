@@ -2,7 +2,7 @@
 
 Every process of ``vfl launch`` (the server and each party) is a ``vfl`` command that imports
 torch, ``torch._dynamo`` (torch's optimizers import it on their first use), numpy, pandas,
-numba and vfl's deployment modules: about 2.5 s of CPU each before it does any work. On one
+numba and vfl's deployment modules: about 2.6 s of CPU each before it does any work. On one
 machine these imports are the same in every process, so the launcher imports them once
 (``preload``) and forks each process from itself, as PyTorch's ``DataLoader`` forks its workers:
 the children share the imported modules' memory until they write to it and start at once.

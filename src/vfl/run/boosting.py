@@ -27,6 +27,7 @@ from vfl.boost.link import PREDICT_PHASE, SETUP_PHASE, TRAIN_PHASE, local_link
 from vfl.boost.predict import route
 from vfl.boost.timing import TreeReport
 from vfl.config import RunConfig
+from vfl.config.boost import MEAN_LABEL
 from vfl.config.io import to_toml
 from vfl.data.dataset import Dataset
 from vfl.data.partition import Partition
@@ -141,7 +142,7 @@ def params_of(config: RunConfig) -> BoostParams:
         min_child_weight=boost.min_child_weight,
         max_bin=boost.max_bin,
         objective=boost.objective,
-        base_score=boost.base_score or None,
+        base_score=None if boost.base_score == MEAN_LABEL else boost.base_score,
     )
 
 
