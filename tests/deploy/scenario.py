@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -223,13 +223,16 @@ def deploy_command(*args: str, module: str = "vfl.cli") -> list[str]:
 
 
 def run_launch(
-    scenario: Scenario, *extra: str, timeout: float = 120
+    scenario: Scenario,
+    *extra: str,
+    timeout: float = 120,
+    env_extra: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``vfl launch`` on the scenario; output captured."""
+    """``vfl launch`` on the scenario (with ``env_extra`` in its environment); output captured."""
     command = deploy_command(
         "launch", str(scenario.run_toml), "--run-dir", str(scenario.run_dir), *extra
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env_extra or {})}
     return subprocess.run(
         command, capture_output=True, text=True, timeout=timeout, env=env, cwd=scenario.root
     )

@@ -25,15 +25,16 @@ def test_the_preload_runs_no_thread_so_that_a_launch_can_fork() -> None:
         "from vfl.deploy.forked import preload\n"
         "preload()\n"
         "import sys\n"
-        "print(threading.active_count(), 'torch._dynamo' in sys.modules)\n"
+        "heavy = ('torch', 'torch._dynamo', 'sympy', 'numba')\n"
+        "print(threading.active_count(), *(m in sys.modules for m in heavy))\n"
     )
 
     # Execute
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
 
-    # Assert: no thread to copy half way; what the optimizers import is loaded once
+    # Assert: no thread to copy half way; torch loaded, nothing the processes never use
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["1", "True"]
+    assert done.stdout.split() == ["1", "True", "False", "False", "False"]
 
 
 def test_only_this_interpreter_on_linux_is_forked(tmp_path: Path) -> None:
@@ -188,3 +189,33 @@ def test_a_forked_command_writes_no_warning_of_its_start(tmp_path: Path) -> None
     assert done.returncode == 0 and done.stdout.split() == ["0"], done.stderr
     logged = (tmp_path / "child.log").read_text()
     assert logged.startswith("vfl ") and "Warning" not in logged
+
+
+HEAVY = ("torch._dynamo", "sympy", "numba")
+"""What no process of a launch imports: vfl's optimizers, backward pass and small messages keep
+them out (a second of CPU in each process)."""
+
+
+def test_no_process_of_a_launch_imports_dynamo_sympy_or_numba(tmp_path: Path) -> None:
+    # Prepare: every import written to standard error (-X importtime's variable), a forked
+    # child's into its log; a launch that trains, evaluates and saves
+    scenario = make_scenario(tmp_path, epochs=1)
+
+    # Execute
+    launched = run_launch(scenario, env_extra={"PYTHONPROFILEIMPORTTIME": "1"})
+
+    # Assert: the launcher and every process; each log shows the imports after its fork (the
+    # control: an import there would be seen)
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    logs = sorted((scenario.run_dir / "logs").glob("*.log"))
+    assert [log.name for log in logs] == ["party-1.log", "party-2.log", "server.log"]
+    for name, text in [("launcher", launched.stderr)] + [
+        (log.name, log.read_text()) for log in logs
+    ]:
+        imported = {
+            line.rsplit("|", 1)[1].strip()
+            for line in text.splitlines()
+            if line.startswith("import time:")
+        }
+        assert imported, f"{name} shows no import"
+        assert not imported & set(HEAVY), name

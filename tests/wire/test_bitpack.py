@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from unittest import mock
@@ -27,10 +29,19 @@ EACH_PATH = pytest.mark.parametrize("path", PATHS)
 
 @contextmanager
 def packing_by(path: str) -> Iterator[None]:
-    """Pack and unpack through ``path``: the compiled loops where they serve, or numpy only."""
-    serves = bitpack_kernels.serves if path == "compiled" else (lambda bits: False)
+    """Pack and unpack through ``path``: the compiled loops wherever they can (every message
+    size, loaded or not), or numpy only."""
+    serves = _loaded_for_every_size if path == "compiled" else _never
     with mock.patch.object(bitpack_kernels, "serves", serves):
         yield
+
+
+def _never(bits: int, count: int) -> bool:
+    return False
+
+
+def _loaded_for_every_size(bits: int, count: int) -> bool:
+    return bits % 8 != 0 and bits <= bitpack_kernels.STREAM_MAX_BITS
 
 
 @st.composite
@@ -130,12 +141,59 @@ def test_wrong_lengths_and_dirty_padding_are_wire_errors(path: str) -> None:
 
 
 def test_the_compiled_loops_serve_the_widths_that_are_not_whole_bytes_up_to_32() -> None:
-    # Execute
-    served = [bits for bits in range(1, 65) if bitpack_kernels.serves(bits)]
+    # Execute: a message large enough to load them
+    count = bitpack_kernels.LOAD_FROM_CODES
+    served = [bits for bits in range(1, 65) if bitpack_kernels.serves(bits, count)]
 
     # Assert
     expected = [b for b in range(1, 33) if b % 8] if bitpack_kernels.available() else []
     assert served == expected
+
+
+SMALL_AND_LARGE = (
+    "import sys\n"
+    "import numpy as np\n"
+    "from vfl.wire.bitpack import pack_in_range, unpack_ints\n"
+    "count = int(sys.argv[1])\n"
+    "codes = np.arange(count, dtype=np.int64) % 100\n"
+    "packed = pack_in_range(codes, bits=7)\n"
+    "assert unpack_ints(packed, bits=7, count=count).tolist() == codes.tolist()\n"
+    "print('numba' in sys.modules)\n"
+)
+
+
+@pytest.mark.skipif(not bitpack_kernels.available(), reason="numba is not installed")
+@pytest.mark.parametrize(
+    ("count", "loads_numba"),
+    [
+        (128, False),
+        (bitpack_kernels.LOAD_FROM_CODES - 1, False),
+        (bitpack_kernels.LOAD_FROM_CODES, True),  # the control: the same check sees a load
+    ],
+)
+def test_small_messages_never_load_numba_into_a_process(count: int, loads_numba: bool) -> None:
+    # Execute: a fresh interpreter, so that nothing else has imported numba
+    result = subprocess.run(
+        [sys.executable, "-c", SMALL_AND_LARGE, str(count)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    # Assert
+    assert result.stdout.strip() == str(loads_numba)
+
+
+@pytest.mark.skipif(not bitpack_kernels.available(), reason="numba is not installed")
+def test_once_loaded_the_loops_serve_small_messages_too() -> None:
+    # Prepare
+    bitpack_kernels.compiled()
+
+    # Execute
+    served = bitpack_kernels.serves(7, 1)
+
+    # Assert
+    assert bitpack_kernels.loaded() and served
 
 
 @EACH_PATH

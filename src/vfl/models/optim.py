@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from vfl.models.eager_optim import EagerAdam, EagerSGD
+
 OptimizerFactory = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
 """Builds an optimizer over the given parameters (how users plug in their own)."""
 
@@ -30,11 +32,11 @@ def optimizer_factory(
 
     def build(params: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
         if name == "sgd":
-            return torch.optim.SGD(
+            return EagerSGD(
                 params, lr=lr, momentum=momentum, weight_decay=weight_decay, fused=fused
             )
         return without_graph_capture_check(
-            torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=fused)
+            EagerAdam(params, lr=lr, weight_decay=weight_decay, fused=fused)
         )
 
     return build

@@ -54,6 +54,28 @@ def snapshot(model: nn.Module) -> list[torch.Tensor]:
     return [p.detach().clone() for p in model.parameters()]
 
 
+def back_propagate(output: torch.Tensor, seed: torch.Tensor | None) -> None:
+    """Back-propagate ``seed`` (d loss / d output) through ``output``'s graph.
+
+    With a seed, as the backward pass of the scalar ``sum(output * seed)``, whose gradient with
+    respect to ``output`` is ``seed`` bit for bit: ``torch.autograd.backward(output, seed)``
+    imports torch's symbolic shapes (and sympy with them, 0.3 s) on its first call, only to
+    compare the two shapes, which is done here.
+
+    Raises:
+        ValueError: if ``seed``'s shape is not ``output``'s.
+    """
+    if seed is None:
+        torch.autograd.backward(output)
+        return
+    if seed.shape != output.shape:
+        raise ValueError(
+            f"a gradient of shape {tuple(seed.shape)} cannot seed an output of shape"
+            f" {tuple(output.shape)}"
+        )
+    torch.autograd.backward(torch.sum(output * seed))
+
+
 def descend(
     model: nn.Module,
     optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] | None,
@@ -77,7 +99,7 @@ def descend(
         optimizers = list(optimizer)
     if not optimizers:
         for objective in objectives:
-            torch.autograd.backward(*objective())
+            back_propagate(*objective())
         return
     if proximal_mu == 0:
         anchor = []
@@ -86,8 +108,7 @@ def descend(
     for objective in objectives:
         for part in optimizers:
             part.zero_grad(set_to_none=True)
-        output, seed = objective()
-        torch.autograd.backward(output, seed)
+        back_propagate(*objective())
         if proximal_mu:  # walking the parameters costs a cold call a step even with no anchor
             _add_proximal_gradient(model, anchor, proximal_mu)
         for part in optimizers:

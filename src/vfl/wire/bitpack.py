@@ -63,7 +63,8 @@ def pack_in_range(codes: npt.NDArray[np.int64] | npt.NDArray[np.uint64], *, bits
     whole = _WHOLE_BYTE_DTYPES.get(bits)
     if whole is not None:
         return codes.astype(whole).tobytes()
-    if bitpack_kernels.serves(bits):  # codes < 2**bits <= 2**32: the int64 view is the value
+    # codes < 2**bits <= 2**32: their int64 view is their value
+    if bitpack_kernels.serves(bits, codes.size):
         return bitpack_kernels.pack_stream(codes.view(np.int64), bits)
     return _pack_numpy(codes.astype(np.uint64), bits)
 
@@ -97,7 +98,7 @@ def unpack_bits(data: bytes | memoryview, *, bits: int, count: int) -> npt.NDArr
     whole = _WHOLE_BYTE_DTYPES.get(bits)
     if whole is not None:
         return np.frombuffer(data, dtype=whole, count=count).astype(np.uint64)
-    if bitpack_kernels.serves(bits):
+    if bitpack_kernels.serves(bits, count):
         return bitpack_kernels.unpack_stream(data, bits, count).view(np.uint64)
     return _unpack_numpy(np.frombuffer(data, dtype=np.uint8), bits, count)
 
@@ -111,7 +112,7 @@ def unpack_ints(data: bytes | memoryview, *, bits: int, count: int) -> npt.NDArr
     """
     if not 1 <= bits < MAX_BITS:
         raise ValueError(f"int64 codes have 1..{MAX_BITS - 1} bits, got {bits}")
-    if count and bitpack_kernels.serves(bits):  # the loop writes int64 and checks the length
+    if count and bitpack_kernels.serves(bits, count):  # the loop writes int64 and checks the length
         return bitpack_kernels.unpack_stream(data, bits, count)
     return unpack_bits(data, bits=bits, count=count).view(np.int64)
 

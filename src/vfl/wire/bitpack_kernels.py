@@ -80,9 +80,33 @@ def compiled() -> tuple[Callable[..., Any], ...]:
     return jit.njit(_pack_stream, _unpack_stream)
 
 
-def serves(bits: int) -> bool:
-    """Whether the compiled loops pack codes of ``bits`` bits (numba present, width in range)."""
-    return bits % 8 != 0 and bits <= STREAM_MAX_BITS and available()
+LOAD_FROM_CODES = 2048
+"""The fewest codes for which a message loads the loops into a process that has not loaded them.
+
+Loading them (numba's import and its typing of the loops, read from the disk cache) costs each
+process about 0.5 s once; below this many codes the loops save under 20 µs a message (numpy
+19-24 µs against 1-4 µs; ``bench/bench_bitpack.py``). So a process whose messages are all small,
+as a deployment's batches of row IDs are, never loads numba: the four processes of a launch
+would otherwise spend 0.5 s each on it before their first evaluation. Once the loops are loaded
+they serve every size."""
+
+
+def serves(bits: int, count: int) -> bool:
+    """Whether the compiled loops pack ``count`` codes of ``bits`` bits.
+
+    They do for widths up to ``STREAM_MAX_BITS`` that are not whole bytes, where numba is
+    present, and for a message of fewer than ``LOAD_FROM_CODES`` codes only once loaded.
+    """
+    if bits % 8 == 0 or bits > STREAM_MAX_BITS:
+        return False
+    if count < LOAD_FROM_CODES and not loaded():
+        return False
+    return available()
+
+
+def loaded() -> bool:
+    """Whether this process has loaded the loops (``compiled()`` has run)."""
+    return compiled.cache_info().currsize > 0
 
 
 def pack_stream(codes: Ints, bits: int) -> bytes:
