@@ -194,6 +194,8 @@ def test_launch_refuses_a_party_state_of_an_earlier_run_before_it_starts_anythin
     assert "the state directories of parties [2] hold a previous run" in result.stderr
     assert f"whose run folder is not '{scenario.run_dir}'" in result.stderr
     assert "`--run-dir` and `--resume`" in result.stderr and "journal_dir" in result.stderr
+    command = f"`vfl launch {scenario.run_toml}` with that run's"  # not this launch's --run-dir
+    assert command in result.stderr
     assert not scenario.run_dir.exists()
     assert (scenario.state_dir(2) / "checkpoint-5.pt").read_bytes() == b"kept"
 

@@ -118,7 +118,9 @@ def test_a_second_launch_over_a_run_names_launch_resume(tmp_path: Path) -> None:
     )
     assert result.stderr.strip() == (
         f"vfl: error: run directory {str(scenario.run_dir)!r} already holds a run; continue it"
-        f" with `{command} --resume` or choose another --run-dir"
+        f" with `{command} --resume` (with --set train.epochs=N to train an ended run further),"
+        " or for a new run choose another --run-dir and give each party a new state_dir in its"
+        " PARTY.toml (or move the run folder and the parties' state folders aside)"
     )
     assert "vfl run --resume" not in result.stderr
     assert sorted(p.name for p in scenario.run_dir.iterdir()) == ["checkpoint.pt", "logs"]

@@ -125,7 +125,8 @@ def launch(
     run_dir = run_dir if run_dir is not None else default_run_dir(config, run_toml.stem)
     parties = checked_parties(deployment)
     if predict is None:  # before the logs folder goes in: nothing of a user's is replaced
-        _check_new_or_resumed(run_dir, resume, again, parties)
+        elsewhere = again_command(run_toml, None, overrides)  # a run in another folder
+        _check_new_or_resumed(run_dir, resume, again, parties, elsewhere)
     progress = progress or Terminal()
     logs = (run_dir if predict is None else predict.model) / LOGS
     logs.mkdir(parents=True, exist_ok=True)
@@ -202,14 +203,18 @@ def _preloaded(python: str, parties: int, progress: Progress) -> str | None:
 
 
 def _check_new_or_resumed(
-    run_dir: Path, resume: bool, again: str, parties: dict[int, PartyConfig]
+    run_dir: Path, resume: bool, again: str, parties: dict[int, PartyConfig], elsewhere: str
 ) -> None:
-    """The run folder (as ``vfl server`` checks it) and, for a new run, every party's state."""
+    """The run folder (as ``vfl server`` checks it) and, for a new run, every party's state.
+
+    ``again`` is this launch's command line; ``elsewhere`` the same without its ``--run-dir``,
+    for a run the parties hold whose folder is another.
+    """
     existed = run_dir.exists()
     check_run_directory(run_dir, resume, f"{again} --resume")
     try:
         if not resume:
-            check_no_previous_run(parties, again, run_dir)
+            check_no_previous_run(parties, elsewhere, run_dir)
     except ConfigError:
         if not existed:
             run_dir.rmdir()  # made empty by the check just now

@@ -18,6 +18,11 @@ DEPLOYMENT = "deployment.toml"
 WIRE = "wire.json"
 SET_UP_FILES = (ERROR, TRACEBACK, WIRE, ALIGNMENT, CONFIG, DEPLOYMENT)
 """What a server writes before its first checkpoint: a new run may replace them."""
+NEW_RUN = (
+    "for a new run choose another --run-dir and give each party a new state_dir in its"
+    " PARTY.toml (or move the run folder and the parties' state folders aside)"
+)
+"""How a new deployed run starts beside an old one: the parties' state holds the old run too."""
 
 
 def check_run_directory(
@@ -49,5 +54,5 @@ def check_run_directory(
         return resumable(config, run_dir, source)[0]
     if not resume:
         setup_only = () if (run_dir / CHECKPOINT).exists() else SET_UP_FILES
-        check_new(run_dir, allow=(LOGS, *setup_only), resume=resume_command)
+        check_new(run_dir, allow=(LOGS, *setup_only), resume=resume_command, new_run=NEW_RUN)
     return RunDirectory(run_dir)

@@ -312,11 +312,18 @@ def set_aside(path: Path, why: str) -> Path:
     return moved
 
 
-def check_new(path: Path, *, allow: Collection[str] = (), resume: str = "") -> None:
+def check_new(
+    path: Path,
+    *,
+    allow: Collection[str] = (),
+    resume: str = "",
+    new_run: str = "choose another --run-dir",
+) -> None:
     """Refuse to start a new run in ``path`` unless it is missing or an empty folder.
 
     ``allow`` names entries a new run may find there (``vfl launch``'s ``logs`` folder);
-    ``resume`` is the command that continues a run found there (default: ``vfl run --resume``).
+    ``resume`` is the command that continues a run found there (default: ``vfl run --resume``),
+    ``new_run`` what starts a new one instead.
 
     Raises:
         ConfigError: naming what is in the way and what to do instead.
@@ -331,7 +338,8 @@ def check_new(path: Path, *, allow: Collection[str] = (), resume: str = "") -> N
     if CHECKPOINT in present or TREE_CHECKPOINT in present:
         raise ConfigError(
             f"run directory {str(path)!r} already holds a run; continue it with"
-            f" `{resume or f'vfl run --resume {path}'}` or choose another --run-dir"
+            f" `{resume or f'vfl run --resume {path}'}` (with --set train.epochs=N to train an"
+            f" ended run further), or {new_run}"
         )
     if any(name in present for name in RUN_FILES):
         raise ConfigError(
