@@ -23,6 +23,7 @@ from vfl.errors import ConfigError, SomeWorkFailed, VflError
 from vfl.experiments.cli import register as register_experiments
 from vfl.privacy.cli import register as register_privacy
 from vfl.results.files import check_new, failure_line, saved_traceback
+from vfl.run.collector import imports_frozen
 from vfl.run.signals import exit_status
 from vfl.serving.cli import register as register_serving
 
@@ -70,7 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     if argv is None:  # the process's own command line (a call from Python keeps its warnings)
         warnings.showwarning = _show_warning
-    status = _main(_parser().parse_args(argv))
+    args = _parser().parse_args(argv)
+    args.own_process = argv is None  # its imports are for good (vfl.run.collector)
+    status = _main(args)
     if argv is None:  # the process's own command line: it exits next
         sys.stdout.flush()
         sys.stderr.flush()
@@ -256,10 +259,12 @@ def _run(args: argparse.Namespace) -> int:
             "vfl attack: the config names no attack: set [attack] name (and role, party), e.g."
             " --set attack.name=label_inference"
         )
-    from vfl.attacks import runner as attacks  # deferred until the input is checked: torch
-    from vfl.run import fit, runner  # takes seconds
-    from vfl.run.console import show_result
-    from vfl.run.progress import Progress, Terminal
+    # deferred until the input is checked: they take seconds
+    with imports_frozen(getattr(args, "own_process", False)):
+        from vfl.attacks import runner as attacks
+        from vfl.run import fit, runner
+        from vfl.run.console import show_result
+        from vfl.run.progress import Progress, Terminal
 
     _clean_log_lines()
 

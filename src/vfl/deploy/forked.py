@@ -25,7 +25,6 @@ starts them with ``subprocess``.
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import runpy
@@ -38,6 +37,8 @@ import traceback
 import warnings
 from collections.abc import Sequence
 from typing import IO, NoReturn
+
+from vfl.run.collector import imports_frozen
 
 ENTRY = "vfl.cli"
 """The module a process runs as ``__main__``, as ``python -m vfl.cli`` does (``vfl launch``'s
@@ -65,7 +66,7 @@ def preload() -> None:
     """Import ``PRELOAD`` here, once, for every process forked next.
 
     The garbage collector is off while they import, and what they made is then frozen
-    (``gc.freeze``, as Python's documentation advises before a fork): the imports' own
+    (``vfl.run.collector``, as Python's documentation advises before a fork): the imports' own
     collections would walk torch's objects again and again (0.4 s of 1.9 s), and each child's
     collections would walk them too, writing to the memory pages it shares with the launcher.
 
@@ -73,13 +74,9 @@ def preload() -> None:
         RuntimeError: if a thread runs in this process (a fork would copy what it holds half
             way); the launch then starts its processes with ``subprocess`` instead.
     """
-    gc.disable()
-    try:
+    with imports_frozen():
         for name in PRELOAD:
             __import__(name)  # the import statement's path, which `-X importtime` reports
-    finally:
-        gc.freeze()
-        gc.enable()
     _check_single_thread()
 
 
