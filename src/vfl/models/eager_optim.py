@@ -1,9 +1,10 @@
 """torch's SGD and Adam, run without importing ``torch._dynamo``.
 
-torch's ``Optimizer`` wraps ``__init__``'s ``add_param_group``, ``zero_grad``, ``state_dict`` and
-``load_state_dict`` in ``torch._disable_dynamo``, and each optimizer's ``step`` in a wrapper
-that calls ``torch._dynamo.graph_break()``: both import ``torch._dynamo`` (and sympy with it) on
-their first call, about 1 s, as long as the import of torch itself, in every process that trains.
+torch's ``Optimizer`` wraps ``add_param_group`` (which ``__init__`` calls), ``zero_grad``,
+``state_dict`` and ``load_state_dict`` in ``torch._disable_dynamo``, and each optimizer's
+``step`` in a wrapper that calls ``torch._dynamo.graph_break()``: both import ``torch._dynamo``
+(and sympy with it) on their first call, about 1 s, as long as the import of torch itself, in
+every process that trains.
 Both wrappers only tell torch's compiler to leave these functions alone; vfl never compiles an
 optimizer, so in vfl they do nothing but the import.
 

@@ -92,6 +92,11 @@ class Terminal(Progress):
     ) -> None:
         self.bar, self.lines, self._stream, self.clock = bar, lines, stream, clock
         self._rounds: RoundBar | None = None
+        # tqdm makes its write lock at its first write, importing multiprocessing for it: a
+        # Ctrl-C arriving during that import (a server's first note, "listening") left tqdm
+        # without its lock, and the stop became an internal error. Made here, before any
+        # command installs its signal handlers.
+        tqdm.get_lock()  # type: ignore[no-untyped-call]
 
     @property
     def stream(self) -> TextSink:
