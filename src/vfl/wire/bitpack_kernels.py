@@ -86,7 +86,7 @@ LOAD_FROM_CODES = 2048
 Loading them (numba's import and its typing of the loops, read from the disk cache) costs each
 process about 0.7 s of CPU once; below this many codes the loops save 20-40 µs a message (numpy
 20-44 µs against 1-5 µs; ``bench/bench_bitpack.py``, docs/benchmarks.md), so the load pays off
-only after some 20,000 such messages. A process whose messages are all small, as a deployment's
+only after some 25,000 such messages. A process whose messages are all small, as a deployment's
 batches of row IDs are, never loads numba: the four processes of a launch would otherwise spend
 0.7 s each on it before their first evaluation. Once the loops are loaded they serve every
 size."""
