@@ -98,7 +98,7 @@ def one_launch(folder: Path, run: str, source: str | None = None) -> dict[str, f
     run_dir = folder / "runs" / f"bench-{run}"
     command = [VFL, "launch", "RUN.toml", "--run-dir", str(run_dir), "--set", "train.epochs=1"]
     env = dict(os.environ, **({"PYTHONPATH": source} if source else {}))
-    cpu_before = _children_cpu()
+    cpu_before = children_cpu()
     start = time.time()
     process = subprocess.Popen(
         command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
@@ -120,16 +120,18 @@ def one_launch(folder: Path, run: str, source: str | None = None) -> dict[str, f
     if preloaded is not None:
         times["preloaded_s"] = preloaded
     times["total_s"] = time.time() - start
-    times["cpu_s"] = _children_cpu() - cpu_before
+    times["cpu_s"] = children_cpu() - cpu_before
     return {name: round(value, 3) for name, value in times.items()}
 
 
-def _children_cpu() -> float:
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every child process waited for so far."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
-def _median(runs: list[dict[str, float]]) -> dict[str, float]:
+def medians(runs: list[dict[str, float]]) -> dict[str, float]:
+    """The median of each figure over the runs that have it."""
     names = dict.fromkeys(name for run in runs for name in run)
     return {name: round(statistics.median(r[name] for r in runs if name in r), 3) for name in names}
 
@@ -151,11 +153,11 @@ def main() -> None:
             if args.baseline:
                 baseline.append(one_launch(example, f"baseline-{run}", args.baseline))
                 print("baseline:", json.dumps(baseline[-1]))
-    median = _median(runs)
+    median = medians(runs)
     print("median:", json.dumps(median))
     report: dict[str, object] = {"median": median, "runs": runs}
     if baseline:
-        before = _median(baseline)
+        before = medians(baseline)
         ratio = {name: round(median[name] / before[name], 3) for name in median if before.get(name)}
         print("baseline median:", json.dumps(before))
         print("ratio (this / baseline):", json.dumps(ratio))

@@ -18,13 +18,13 @@ import datetime
 import json
 import os
 import platform
-import resource
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench_launch import children_cpu, medians
 
 ROOT = Path(__file__).resolve().parent.parent
 VFL = str(Path(sys.executable).with_name("vfl"))
@@ -34,19 +34,10 @@ def one_run(config: Path, out: Path, source: str | None) -> dict[str, float]:
     """One ``vfl run``: its wall and CPU seconds."""
     env = dict(os.environ, **({"PYTHONPATH": source} if source else {}))
     command = [VFL, "run", str(config), "--set", "train.epochs=1", "--set", f"output.dir={out}"]
-    before = _children_cpu()
+    before = children_cpu()
     started = time.perf_counter()
     subprocess.run([*command, "--quiet"], check=True, env=env, stdout=subprocess.DEVNULL)
-    return {"wall_s": time.perf_counter() - started, "cpu_s": _children_cpu() - before}
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _median(runs: list[dict[str, float]]) -> dict[str, float]:
-    return {key: round(statistics.median(r[key] for r in runs), 3) for key in runs[0]}
+    return {"wall_s": time.perf_counter() - started, "cpu_s": children_cpu() - before}
 
 
 def main() -> None:
@@ -74,13 +65,13 @@ def main() -> None:
             args.config.relative_to(ROOT) if args.config.is_relative_to(ROOT) else args.config
         ),
         "runs": ours,
-        "median": _median(ours),
+        "median": (ours_median := medians(ours)),
     }
     print("median:", json.dumps(result["median"]))
     if theirs:
         result["baseline_runs"] = theirs
-        result["baseline_median"] = base = _median(theirs)
-        ratio = {key: round(_median(ours)[key] / base[key], 3) for key in base}
+        result["baseline_median"] = base = medians(theirs)
+        ratio = {key: round(ours_median[key] / base[key], 3) for key in base}
         result["ratio"] = ratio
         print("baseline median:", json.dumps(base))
         print("ratio (this / baseline):", json.dumps(ratio))
