@@ -7,6 +7,9 @@
 .venv/bin/python bench/report_tables.py cold bench/results/codec_cold
 .venv/bin/python bench/report_tables.py pbm-parts bench/results/pbm_parts/run_1.json
 .venv/bin/python bench/report_tables.py pbm-party bench/results/pbm_party/run_1.json
+.venv/bin/python bench/report_tables.py launch bench/results/setup/launch_gc_freeze.json
+.venv/bin/python bench/report_tables.py run-startup bench/results/setup/run_gc_freeze.json
+.venv/bin/python bench/report_tables.py bitpack bench/results/wire/bitpack_load.json
 """
 
 from __future__ import annotations
@@ -154,6 +157,73 @@ def pbm_party(path: Path) -> list[str]:
     return lines
 
 
+LAUNCH_ROWS = {
+    "preloaded_s": "the launcher has imported torch and vfl once",
+    "listening_s": "the server listens",
+    "connected_s": "every party connected",
+    "psi_train_s": "PSI, training split (7,600 IDs)",
+    "psi_test_s": "PSI, test split (1,900 IDs)",
+    "setup_s": "**set-up: start to every party set up**",
+    "first_epoch_s": "first epoch's line printed",
+    "total_s": "launch ends (1 epoch)",
+    "cpu_s": "CPU of every process, s",
+}
+
+
+def launch(path: Path) -> list[str]:
+    """``bench_launch.py --baseline ... --json``: medians before and after, their ratio."""
+    r: dict[str, Any] = json.loads(path.read_text())
+    lines = [
+        "| seconds from `vfl launch`'s start, median of"
+        f" {len(r['runs'])} | before | after | after / before |",
+        "|---|---|---|---|",
+    ]
+    for key, label in LAUNCH_ROWS.items():
+        before, after = r["baseline_median"][key], r["median"][key]
+        lines.append(f"| {label} | {before:.2f} | {after:.2f} | {after / before:.2f} |")
+    for key in ("setup_s", "first_epoch_s"):
+        runs = ", ".join(f"{run[key]:.2f}" for run in r["runs"])
+        before = ", ".join(f"{run[key]:.2f}" for run in r["baseline_runs"])
+        lines.append(f"\n{LAUNCH_ROWS[key].strip('*')}, each run: {runs} (before: {before})")
+    return lines
+
+
+def run_startup(path: Path) -> list[str]:
+    """``bench_run_startup.py --baseline ... --json``: medians before and after, their ratio."""
+    r: dict[str, Any] = json.loads(path.read_text())
+    lines = [
+        f"| `vfl run`, median of {len(r['runs'])} | before | after | after / before |",
+        "|---|---|---|---|",
+    ]
+    for key, label in (("wall_s", "wall, s"), ("cpu_s", "CPU, s")):
+        before, after = r["baseline_median"][key], r["median"][key]
+        lines.append(f"| {label} | {before:.2f} | {after:.2f} | {after / before:.2f} |")
+    return lines
+
+
+def bitpack(path: Path) -> list[str]:
+    """``bench_bitpack.py --json``: per message by each way (7 bits), then the loops' load."""
+    r: dict[str, Any] = json.loads(path.read_text())
+    lines = [
+        "| codes per message (7 bits; 13 alike) | numpy pack / unpack, µs"
+        " | loops pack / unpack, µs |",
+        "|---|---|---|",
+    ]
+    for row in r["messages"]:
+        if row["bits"] == 7:
+            lines.append(
+                f"| {int(row['codes']):,} | {row['pack_numpy_us']:.1f} /"
+                f" {row['unpack_numpy_us']:.1f} | {row['pack_loops_us']:.1f} /"
+                f" {row['unpack_loops_us']:.1f} |"
+            )
+    load = r["load"]
+    lines.append(
+        f"| a process's first message, loading the loops | |"
+        f" {load['load_wall_s']:.2f} s wall, {load['load_cpu_s']:.2f} s CPU |"
+    )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     tables = {
@@ -164,6 +234,9 @@ def main() -> None:
         "cold": cold,
         "pbm-parts": pbm_parts,
         "pbm-party": pbm_party,
+        "launch": launch,
+        "run-startup": run_startup,
+        "bitpack": bitpack,
     }
     parser.add_argument("table", choices=list(tables))
     parser.add_argument("source", type=Path)
